@@ -1,0 +1,1 @@
+"""Cluster backends (local, kind, existing) behind one ClusterBackend protocol."""

@@ -1,0 +1,84 @@
+"""What every backend hands the suites: a cluster handle with declared capabilities.
+
+Suites ask for capabilities (STYLE 1); backends declare them. A suite that needs a
+capability the cluster lacks skips with "backend X: no Y", it never fails for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+class Capability:
+    """Names of what a cluster can do. Plain strings so profiles can list them."""
+
+    ZONES = "zones"  # nodes carry topology.kubernetes.io/zone in >= 2 zones
+    DYNAMIC_ZONAL = "dynamic-zonal"  # a provisioner that writes zonal PV affinity
+    DYNAMIC_LOCAL = "dynamic-local"  # a provisioner that writes hostname PV affinity
+    STATIC_PV = "static-pv"  # the harness may create PVs by hand
+    BLOCK = "block"
+    RWX = "rwx"
+    NODE_FAILURE = "node-failure"  # the harness can stop and restore a node's heartbeat
+    NODE_LABELS = "node-labels"  # the harness may change labels and taints of nodes
+    COMPONENT_RESTART = "component-restart"  # the harness can restart scheduler/controller-manager
+    MUTABLE_PV_AFFINITY = "mutable-pv-affinity"  # MutablePVNodeAffinity gate is on
+    OWNED = "owned"  # the harness created this cluster and may disturb it
+    EPHEMERAL_STORAGE = "ephemeral-storage"  # nodes report ephemeral-storage allocatable
+
+
+class ClusterError(RuntimeError):
+    """A cluster could not be provided; the message is one line naming the cause."""
+
+
+class NodeFaults(Protocol):
+    """How a backend fails and restores nodes and control-plane components."""
+
+    def stop_node(self, node: str) -> None: ...
+    def start_node(self, node: str) -> None: ...
+    def node_stopped(self, node: str) -> bool: ...
+    def stop_component(self, component: str) -> None: ...
+    def start_component(self, component: str) -> None: ...
+
+
+@dataclass
+class ClusterHandle:
+    """A running cluster: where to reach it and what it can do."""
+
+    name: str
+    backend: str
+    kubeconfig: Path
+    context: str | None
+    k8s_version: str
+    capabilities: frozenset[str]
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    zonal_class_provisioner: str | None = None
+    local_class_provisioner: str | None = None
+    faults: NodeFaults | None = None
+    directory: Path | None = None
+    description: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def minor(self) -> int:
+        """1.35.4 -> 35; 0 when the version is unknown."""
+        parts = self.k8s_version.lstrip("v").split(".")
+        try:
+            return int(parts[1])
+        except (IndexError, ValueError):
+            return 0
+
+    def has(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def missing(self, *capabilities: str) -> list[str]:
+        return [c for c in capabilities if c not in self.capabilities]
+
+
+class ClusterBackend(Protocol):
+    """One file per backend implements this: local, kind, existing."""
+
+    name: str
+
+    def up(self) -> ClusterHandle: ...
+    def down(self, handle: ClusterHandle) -> None: ...

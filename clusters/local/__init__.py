@@ -1,0 +1,1 @@
+"""The embedded backend: a real control plane built from Go modules, nodes by KWOK."""

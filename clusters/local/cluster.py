@@ -1,0 +1,327 @@
+"""Bring a local cluster up and down: etcd, apiserver, controller-manager, scheduler,
+one KWOK controller per node, and the zonal test provisioner, all on loopback.
+
+We launch the processes ourselves rather than through kwokctl: one KWOK controller per
+node is what turns "node failure" into stopping a process (the real node-lifecycle
+controller then sees the Lease expire), and it lets every pid be recorded, checked and
+stopped by us, so nothing outlives a run.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import ssl
+import sys
+import time
+import urllib.request
+from dataclasses import asdict
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from clusters.backend import Capability, ClusterError, ClusterHandle
+from clusters.kube import Kube, connect
+from clusters.local import config as flags
+from clusters.local.config import LocalClusterConfig
+from clusters.local.processes import ProcessRecord, is_ours, log_tail, spawn, stop
+from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
+from pvchaos.polling import PollTimeout, poll_until
+from tools.build import Binaries, BuildError, ensure_binaries
+
+STAGES = Path(__file__).with_name("kwok-stages.yaml")
+ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
+LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
+START_TIMEOUT = 90.0
+
+
+def _free_ports(count: int, taken: set[int]) -> list[int]:
+    """Ports the kernel reports free on loopback and no recorded cluster uses."""
+    ports: list[int] = []
+    socks = []
+    try:
+        while len(ports) < count:
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            port = s.getsockname()[1]
+            if port not in taken and port not in ports:
+                ports.append(port)
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def _write_pki(d: Path) -> str:
+    """A service-account signing key and a static admin token; the apiserver makes its
+    own self-signed serving certificate in --cert-dir."""
+    pki = d / "pki"
+    pki.mkdir(parents=True)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    (pki / "sa.key").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()))
+    token = secrets.token_hex(24)
+    (pki / "tokens.csv").write_text(f'{token},pvchaos-admin,pvchaos-admin,"system:masters"\n')
+    for f in pki.iterdir():
+        f.chmod(0o600)
+    return token
+
+
+def _kubeconfig_text(name: str, port: int, token: str) -> str:
+    ctx = f"pvchaos-{name}"
+    return (
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: {ctx}\n  cluster:\n    server: https://127.0.0.1:{port}\n"
+        "    insecure-skip-tls-verify: true\n"
+        f"users:\n- name: {ctx}\n  user:\n    token: {token}\n"
+        f"contexts:\n- name: {ctx}\n  context:\n    cluster: {ctx}\n    user: {ctx}\n"
+        f"current-context: {ctx}\n"
+    )
+
+
+def _get(url: str, token: str | None = None, timeout: float = 2.0) -> tuple[int, str]:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+class LocalCluster:
+    """One local cluster; also the NodeFaults of its handle."""
+
+    def __init__(self, cfg: LocalClusterConfig, binaries: Binaries | None = None, detached: bool = False):
+        self.cfg = cfg
+        self.detached = detached
+        self._binaries = binaries
+        self.directory = state_root() / cfg.name
+        self.state: ClusterState | None = None
+        self.kube: Kube | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    @property
+    def binaries(self) -> Binaries:
+        if self._binaries is None:
+            try:
+                self._binaries = ensure_binaries(self.cfg.k8s_version)
+            except BuildError as exc:
+                raise ClusterError(str(exc)) from None
+        return self._binaries
+
+    def up(self) -> ClusterHandle:
+        """Start everything and wait for every node to be Ready; on any failure, tear down."""
+        bins = self.binaries
+        started = time.monotonic()
+        with registry_lock():
+            if self.directory.exists():
+                raise ClusterError(
+                    f"cluster {self.cfg.name!r} already exists at {self.directory}; "
+                    f"run: pvchaos cluster down --name {self.cfg.name}"
+                )
+            self.directory.mkdir(parents=True)
+            taken = {p for st in list_clusters() for p in st.ports.values()}
+            etcd_c, etcd_p, api, kcm, sched = _free_ports(5, taken)
+            self.state = ClusterState(
+                name=self.cfg.name, directory=self.directory, owner_pid=os.getpid(),
+                k8s_version=self.cfg.k8s_version, detached=self.detached,
+                ports={"etcd": etcd_c, "etcd-peer": etcd_p, "apiserver": api,
+                       "controller-manager": kcm, "scheduler": sched},
+                settings={"config": _jsonable(asdict(self.cfg))},
+            )
+            self.state.save()
+        try:
+            self._start(bins)
+        except BaseException as exc:
+            self.down()
+            if isinstance(exc, (ClusterError, KeyboardInterrupt)):
+                raise
+            raise ClusterError(f"cluster {self.cfg.name}: {type(exc).__name__}: {exc}") from exc
+        _log(f"cluster {self.cfg.name} ready in {time.monotonic() - started:.1f}s "
+             f"({self.cfg.topology.node_count} nodes, {self.cfg.k8s_version})")
+        return self.handle()
+
+    def _start(self, bins: Binaries) -> None:
+        assert self.state is not None
+        d, ports = self.directory, self.state.ports
+        token = _write_pki(d)
+        (d / "kubeconfig").write_text(_kubeconfig_text(self.cfg.name, ports["apiserver"], token))
+        (d / "kubeconfig").chmod(0o600)
+        (d / "scheduler.yaml").write_text(flags.scheduler_config_yaml(self.cfg, d))
+
+        self._spawn("etcd", [str(bins.etcd), *flags.etcd_args(d, ports["etcd"], ports["etcd-peer"])])
+        self._spawn("kube-apiserver", [str(bins.kube_apiserver),
+                                       *flags.apiserver_args(self.cfg, d, ports["etcd"], ports["apiserver"])])
+        self._await_http("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", token)
+        self.kube = connect(d / "kubeconfig")
+        self._create_nodes()
+        self._spawn("kube-controller-manager", [str(bins.kube_controller_manager),
+                                                *flags.controller_manager_args(self.cfg, d, ports["controller-manager"])])
+        self._spawn("kube-scheduler", [str(bins.kube_scheduler), *flags.scheduler_args(self.cfg, d, ports["scheduler"])])
+        for i, node in enumerate(self.cfg.topology.nodes()):
+            self._spawn_kwok(node.name, i)
+        if self.cfg.provisioner:
+            self._spawn("provisioner", [str(bins.provisioner), *flags.provisioner_args(d)])
+        self._create_storage_objects()
+        self._await_http("kube-controller-manager", f"https://127.0.0.1:{ports['controller-manager']}/healthz")
+        self._await_http("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
+        self._await_nodes_ready()
+
+    def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        assert self.state is not None
+        log = self.directory / "logs" / f"{component}.log"
+        _, record = spawn(component, argv, log, env=env, tie_to_parent=not self.detached)
+        self.state.processes[component] = record
+        self.state.save()
+
+    def _spawn_kwok(self, node: str, index: int) -> None:
+        env = dict(os.environ, KWOK_WORKDIR=str(self.directory / "kwok"))
+        self._spawn(f"kwok-{node}", [str(self.binaries.kwok),
+                                     *flags.kwok_args(self.cfg, self.directory, node, index, STAGES)], env)
+
+    def _abort_reason(self) -> str | None:
+        """Ends a readiness wait at once when a component has exited."""
+        assert self.state is not None
+        for component, rec in self.state.processes.items():
+            if not is_ours(rec, self.state.marker()):
+                return f"{component} exited at start: {log_tail(rec.log)} (log: {rec.log})"
+        return None
+
+    def _await_http(self, component: str, url: str, token: str | None = None) -> None:
+        def ok() -> bool | None:
+            status, _ = _get(url, token)
+            return True if status == 200 else None
+        try:
+            poll_until(ok, START_TIMEOUT, f"{component} health at {url}", abort=self._abort_reason)
+        except PollTimeout as exc:
+            log = self.directory / "logs" / f"{component}.log"
+            raise ClusterError(f"{exc} (log: {log})") from None
+
+    def _create_nodes(self) -> None:
+        assert self.kube is not None
+        for node in self.cfg.topology.nodes():
+            self.kube.core.create_node(body=node.to_node_object())
+
+    def _create_storage_objects(self) -> None:
+        """CSIDriver objects so the zonal driver needs no attach (KWOK nodes never attach)."""
+        assert self.kube is not None
+        for driver in (ZONAL_PROVISIONER,):
+            self.kube.storage.create_csi_driver(body={
+                "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                "metadata": {"name": driver, "labels": {"pvchaos.dev/owned": "true"}},
+                "spec": {"attachRequired": False, "podInfoOnMount": False},
+            })
+
+    def _await_nodes_ready(self) -> None:
+        assert self.kube is not None
+        want = {n.name for n in self.cfg.topology.nodes()}
+        kube = self.kube
+
+        def all_ready() -> bool | None:
+            ready = set()
+            for n in kube.core.list_node().items:
+                for c in n.status.conditions or []:
+                    if c.type == "Ready" and c.status == "True":
+                        ready.add(n.metadata.name)
+            return True if want <= ready else None
+
+        try:
+            poll_until(all_ready, START_TIMEOUT, f"nodes {sorted(want)} Ready", interval=0.1, abort=self._abort_reason)
+        except PollTimeout as exc:
+            raise ClusterError(f"{exc} (logs: {self.directory / 'logs'})") from None
+
+    def down(self) -> None:
+        """Stop every process and remove the directory; safe to call twice."""
+        if self.kube is not None:
+            self.kube.api.close()
+            self.kube = None
+        if self.state is None and (self.directory / "state.json").exists():
+            self.state = ClusterState.load(self.directory)
+        if self.state is not None:
+            destroy(self.state)
+            self.state = None
+        elif self.directory.exists():
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def handle(self) -> ClusterHandle:
+        caps = {Capability.ZONES, Capability.STATIC_PV, Capability.BLOCK, Capability.RWX,
+                Capability.NODE_FAILURE, Capability.NODE_LABELS, Capability.COMPONENT_RESTART,
+                Capability.OWNED, Capability.EPHEMERAL_STORAGE}
+        if len(self.cfg.topology.zones) < 2:
+            caps.discard(Capability.ZONES)
+        if self.cfg.provisioner:
+            caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}
+        gates = self.cfg.effective_gates()
+        if gates.get(flags.MUTABLE_PV_GATE):
+            caps.add(Capability.MUTABLE_PV_AFFINITY)
+        return ClusterHandle(
+            name=self.cfg.name, backend="local", kubeconfig=self.directory / "kubeconfig",
+            context=None, k8s_version=self.cfg.k8s_version, capabilities=frozenset(caps),
+            feature_gates=gates,
+            zonal_class_provisioner=ZONAL_PROVISIONER if self.cfg.provisioner else None,
+            local_class_provisioner=LOCAL_PROVISIONER if self.cfg.provisioner else None,
+            faults=self, directory=self.directory,
+            description={
+                "disabled controllers": ",".join(self.cfg.disabled_controllers) or "none",
+                "disabled scheduler plugins": ",".join(self.cfg.disabled_scheduler_plugins) or "none",
+                "node-monitor-grace-period": f"{self.cfg.node_monitor_grace_seconds}s",
+            },
+        )
+
+    # ---- faults (NodeFaults) ---------------------------------------------------------
+
+    def _record(self, component: str) -> ProcessRecord:
+        assert self.state is not None
+        if component not in self.state.processes:
+            raise KeyError(f"cluster {self.cfg.name} has no component {component!r}; "
+                           f"known: {sorted(self.state.processes)}")
+        return self.state.processes[component]
+
+    def stop_node(self, node: str) -> None:
+        """Stop the node's KWOK controller: its Lease stops being renewed, as with a dead kubelet."""
+        assert self.state is not None
+        stop(self._record(f"kwok-{node}"), self.state.marker(), grace=0.5)
+
+    def start_node(self, node: str) -> None:
+        names = [n.name for n in self.cfg.topology.nodes()]
+        if node not in names:
+            raise KeyError(f"cluster {self.cfg.name} has no node {node!r}")
+        if not self.node_stopped(node):
+            return
+        self._spawn_kwok(node, names.index(node))
+
+    def node_stopped(self, node: str) -> bool:
+        assert self.state is not None
+        return not is_ours(self._record(f"kwok-{node}"), self.state.marker())
+
+    def stop_component(self, component: str) -> None:
+        assert self.state is not None
+        stop(self._record(component), self.state.marker())
+
+    def start_component(self, component: str) -> None:
+        """Restart a stopped component with the exact command line it had."""
+        assert self.state is not None
+        rec = self._record(component)
+        if is_ours(rec, self.state.marker()):
+            return
+        self._spawn(component, list(rec.argv))
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _log(msg: str) -> None:
+    print(f"[pvchaos] {msg}", file=sys.stderr, flush=True)

@@ -1,0 +1,190 @@
+"""Settings of one local cluster, and the component flags they turn into (pure).
+
+Kept apart from the launcher so the flags a configuration produces can be unit-tested
+without starting anything.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusters.topology import Topology
+from tools.versions import DEFAULT_K8S_VERSION
+
+MUTABLE_PV_GATE = "MutablePVNodeAffinity"
+GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
+_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+
+
+def minor_of(version: str) -> int:
+    m = re.fullmatch(r"v1\.(\d+)\.\d+", version)
+    if not m:
+        raise ValueError(f"not a Kubernetes release version: {version!r} (want v1.MINOR.PATCH)")
+    return int(m.group(1))
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """`A=true,B=false` -> {"A": True, "B": False}; rejects anything else in one line."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or value.lower() not in {"true", "false"} or not key:
+            raise ValueError(f"--feature-gates: {item!r} is not NAME=true|false")
+        gates[key] = value.lower() == "true"
+    return gates
+
+
+@dataclass(frozen=True)
+class LocalClusterConfig:
+    """Everything that makes one local cluster differ from another."""
+
+    name: str
+    k8s_version: str = DEFAULT_K8S_VERSION
+    topology: Topology = field(default_factory=Topology)
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    disabled_controllers: tuple[str, ...] = ()  # kube-controller-manager --controllers=-X
+    disabled_scheduler_plugins: tuple[str, ...] = ()  # e.g. VolumeBinding
+    provisioner: bool = True
+    node_monitor_grace_seconds: int = 8  # upstream default 50 s; short so loss shows in seconds
+    node_lease_seconds: int = 4  # KWOK renews every quarter of this
+    pv_sync_seconds: int = 5  # --pvclaimbinder-sync-period, upstream default 15 s
+    extra_kcm_flags: tuple[str, ...] = ()
+    extra_apiserver_flags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"cluster name {self.name!r}: use 1-40 lowercase letters, digits and '-'")
+        minor = minor_of(self.k8s_version)
+        for gate, first in GATE_FIRST_MINOR.items():
+            if gate in self.feature_gates and minor < first:
+                raise ValueError(
+                    f"feature gate {gate} does not exist in {self.k8s_version} (first in 1.{first}); "
+                    "the components would refuse to start"
+                )
+        if self.node_lease_seconds * 0.5 >= self.node_monitor_grace_seconds:
+            raise ValueError("node_monitor_grace_seconds must exceed half the node lease duration")
+
+    @property
+    def minor(self) -> int:
+        return minor_of(self.k8s_version)
+
+    def effective_gates(self) -> dict[str, bool]:
+        """MutablePVNodeAffinity on by default from 1.35 (the suites test it); overridable."""
+        gates: dict[str, bool] = {}
+        if self.minor >= GATE_FIRST_MINOR[MUTABLE_PV_GATE]:
+            gates[MUTABLE_PV_GATE] = True
+        gates.update(self.feature_gates)
+        return gates
+
+
+def gates_flag(gates: dict[str, bool]) -> list[str]:
+    if not gates:
+        return []
+    return ["--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))]
+
+
+def apiserver_args(cfg: LocalClusterConfig, d: Path, etcd_port: int, port: int) -> list[str]:
+    """Flags for a loopback-only apiserver with a static admin token.
+
+    ServiceAccount admission is off: no kubelet ever mounts a token here, and it would
+    reject pods created in the instant before a new namespace's default account exists.
+    """
+    return [
+        f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={d / 'pki'}",
+        f"--token-auth-file={d / 'pki' / 'tokens.csv'}",
+        "--authorization-mode=RBAC",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={d / 'pki' / 'sa.key'}",
+        f"--service-account-signing-key-file={d / 'pki' / 'sa.key'}",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        "--disable-admission-plugins=ServiceAccount",
+        "--enable-priority-and-fairness=false",
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+        *gates_flag(cfg.effective_gates()),
+        *cfg.extra_apiserver_flags,
+    ]
+
+
+def controller_manager_args(cfg: LocalClusterConfig, d: Path, port: int) -> list[str]:
+    controllers = ",".join(["*", *(f"-{c}" for c in cfg.disabled_controllers)])
+    return [
+        f"--kubeconfig={d / 'kubeconfig'}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--controllers={controllers}",
+        "--use-service-account-credentials=false",
+        f"--service-account-private-key-file={d / 'pki' / 'sa.key'}",
+        "--node-monitor-period=1s",
+        f"--node-monitor-grace-period={cfg.node_monitor_grace_seconds}s",
+        f"--pvclaimbinder-sync-period={cfg.pv_sync_seconds}s",
+        "--profiling=false",
+        *gates_flag(cfg.effective_gates()),
+        *cfg.extra_kcm_flags,
+    ]
+
+
+def scheduler_config_yaml(cfg: LocalClusterConfig, d: Path) -> str:
+    """A KubeSchedulerConfiguration; disabling a plugin takes it out of every extension point."""
+    lines = [
+        "apiVersion: kubescheduler.config.k8s.io/v1",
+        "kind: KubeSchedulerConfiguration",
+        "clientConnection:",
+        f"  kubeconfig: {d / 'kubeconfig'}",
+        "leaderElection:",
+        "  leaderElect: false",
+    ]
+    if cfg.disabled_scheduler_plugins:
+        lines += ["profiles:", "- schedulerName: default-scheduler", "  plugins:", "    multiPoint:", "      disabled:"]
+        lines += [f"      - name: {p}" for p in cfg.disabled_scheduler_plugins]
+    return "\n".join(lines) + "\n"
+
+
+def scheduler_args(cfg: LocalClusterConfig, d: Path, port: int) -> list[str]:
+    return [
+        f"--config={d / 'scheduler.yaml'}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--profiling=false",
+        *gates_flag(cfg.effective_gates()),
+    ]
+
+
+def etcd_args(d: Path, client_port: int, peer_port: int) -> list[str]:
+    """A single-member etcd without fsync: test data, speed over durability."""
+    return [
+        "--name=pvchaos",
+        f"--data-dir={d / 'etcd'}",
+        f"--listen-client-urls=http://127.0.0.1:{client_port}",
+        f"--advertise-client-urls=http://127.0.0.1:{client_port}",
+        f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+        f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+        f"--initial-cluster=pvchaos=http://127.0.0.1:{peer_port}",
+        "--unsafe-no-fsync",
+        "--quota-backend-bytes=2147483648",
+        "--log-level=warn",
+    ]
+
+
+def kwok_args(cfg: LocalClusterConfig, d: Path, node: str, index: int, stages: Path) -> list[str]:
+    """One KWOK controller per node, so one node's heartbeat can stop alone."""
+    return [
+        f"--kubeconfig={d / 'kubeconfig'}",
+        f"--config={stages}",
+        f"--manage-single-node={node}",
+        f"--node-lease-duration-seconds={cfg.node_lease_seconds}",
+        f"--node-ip=10.255.{index // 250}.{index % 250 + 1}",
+        f"--cidr=10.{100 + index // 250}.{index % 250}.0/24",
+    ]
+
+
+def provisioner_args(d: Path) -> list[str]:
+    return [f"--kubeconfig={d / 'kubeconfig'}", "-v=2"]

@@ -1,0 +1,114 @@
+"""Start and stop the local cluster's processes, never touching anyone else's.
+
+Each process runs in its own session (so a terminal's Ctrl-C reaches only the harness,
+which then tears down in order) and can be tied to its owner's life with
+PR_SET_PDEATHSIG, so even a SIGKILLed test run leaves no control plane behind.
+A pid is only signalled after /proc confirms its command line still names the
+cluster's directory, so a recycled pid is never hit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """What we need to find and stop a process later, from any other process."""
+
+    component: str
+    pid: int
+    argv: tuple[str, ...]
+    log: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"component": self.component, "pid": self.pid, "argv": list(self.argv), "log": self.log}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> ProcessRecord:
+        return cls(str(data["component"]), int(data["pid"]), tuple(data["argv"]), str(data["log"]))  # type: ignore[arg-type, call-overload]
+
+
+def _die_with_parent() -> Callable[[], None]:
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def prctl() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+    return prctl
+
+
+def spawn(component: str, argv: list[str], log: Path, env: dict[str, str] | None = None,
+          tie_to_parent: bool = True) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
+    """Start one component with its output in `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out = log.open("ab")
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent() if tie_to_parent else None,  # noqa: PLW1509
+        )
+    finally:
+        out.close()
+    return proc, ProcessRecord(component, proc.pid, tuple(argv), str(log))
+
+
+def is_ours(record: ProcessRecord, marker: str) -> bool:
+    """True while the pid is alive and its command line still contains `marker`."""
+    try:
+        cmdline = Path(f"/proc/{record.pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    stat = Path(f"/proc/{record.pid}/stat").read_text(errors="replace")
+    if ") Z " in stat:  # a zombie: already dead, only waiting to be reaped
+        return False
+    return marker.encode() in cmdline
+
+
+def stop(record: ProcessRecord, marker: str, grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; returns once the process is gone."""
+    if not is_ours(record, marker):
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(record.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            _reap(record.pid)
+            if not is_ours(record, marker):
+                return
+            time.sleep(0.05)
+    raise RuntimeError(f"{record.component} (pid {record.pid}) survived SIGKILL")
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def log_tail(path: str | Path, lines: int = 3) -> str:
+    """The last meaningful lines of a log, folded into one line for an error message."""
+    try:
+        text = Path(path).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    picked = [ln.strip() for ln in text if ln.strip()][-lines:]
+    return " | ".join(picked)[-600:]

@@ -1,0 +1,1 @@
+"""pvchaos: chaos and conformance tests for Kubernetes storage scheduling."""

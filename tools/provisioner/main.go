@@ -1,0 +1,64 @@
+// Command pvchaos-provisioner is the harness's test double of a topology-aware CSI
+// driver. It runs two provisioners on sig-storage-lib-external-provisioner, the
+// library real external provisioners use, so the provisioning protocol, retries and
+// rescheduling on failure are upstream's:
+//
+//   - the zonal one writes PVs whose nodeAffinity is a topology.kubernetes.io/zone,
+//     the zone of the selected node (WaitForFirstConsumer) or one allowed by the
+//     class's allowedTopologies (Immediate);
+//   - the local one writes `local` PVs pinned by kubernetes.io/hostname to the
+//     selected node, like local-path provisioners.
+//
+// No storage exists behind the PVs: KWOK nodes never mount anything.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "path to the cluster's kubeconfig")
+	zonalName := flag.String("zonal-name", "zonal.csi.pvchaos.dev", "provisioner name of zonal volumes")
+	localName := flag.String("local-name", "local.csi.pvchaos.dev", "provisioner name of node-local volumes")
+	klog.InitFlags(nil)
+	flag.Parse()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pvchaos-provisioner: kubeconfig %q: %v\n", *kubeconfig, err)
+		os.Exit(2)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pvchaos-provisioner: client: %v\n", err)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	options := []func(*controller.ProvisionController) error{
+		controller.LeaderElection(false),
+		controller.ResyncPeriod(15 * time.Second),
+		controller.RetryIntervalMax(5 * time.Second),
+		controller.Threadiness(4),
+	}
+	zonal := controller.NewProvisionController(ctx, client, *zonalName, &zonalProvisioner{client: client}, options...)
+	local := controller.NewProvisionController(ctx, client, *localName, &localProvisioner{client: client}, options...)
+	go zonal.Run(ctx)
+	go local.Run(ctx)
+	klog.Infof("pvchaos-provisioner: serving %s and %s", *zonalName, *localName)
+	<-ctx.Done()
+}
