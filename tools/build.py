@@ -8,6 +8,8 @@ with the same versions finds the binaries in the cache and returns in millisecon
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -17,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -245,14 +247,8 @@ def ensure_binaries(
     logs.mkdir(parents=True, exist_ok=True)
     wanted = set(only or ("kubernetes", "etcd", "kwok", "provisioner"))
     started = time.monotonic()
-    if "kubernetes" in wanted and not all((k8s_dir / n).exists() for n in K8S_COMMANDS):
-        build_kubernetes(k8s_version, k8s_dir, logs / f"kubernetes-{k8s_version}.log")
-    if "etcd" in wanted:
-        build_etcd(etcd_version, etcd_dir, logs / f"etcd-{etcd_version}.log")
-    if "kwok" in wanted:
-        build_kwok(kwok_version, kwok_dir, logs / f"kwok-{kwok_version}.log")
-    if "provisioner" in wanted:
-        build_provisioner(prov_dir, logs / "provisioner.log")
+    with _build_lock():
+        _build_missing(wanted, k8s_version, etcd_version, kwok_version, k8s_dir, etcd_dir, kwok_dir, prov_dir, logs)
     elapsed = time.monotonic() - started
     if elapsed > 2:
         _log(f"all binaries ready in {elapsed:.0f}s (cache: {root})")
@@ -266,3 +262,24 @@ def ensure_binaries(
         provisioner=prov_dir / "pvchaos-provisioner",
         k8s_version=k8s_version,
     )
+
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    """Parallel workers wait for one build instead of running several."""
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with (cache_root() / ".build.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def _build_missing(wanted: set[str], k8s_version: str, etcd_version: str, kwok_version: str,
+                   k8s_dir: Path, etcd_dir: Path, kwok_dir: Path, prov_dir: Path, logs: Path) -> None:
+    if "kubernetes" in wanted and not all((k8s_dir / n).exists() for n in K8S_COMMANDS):
+        build_kubernetes(k8s_version, k8s_dir, logs / f"kubernetes-{k8s_version}.log")
+    if "etcd" in wanted:
+        build_etcd(etcd_version, etcd_dir, logs / f"etcd-{etcd_version}.log")
+    if "kwok" in wanted:
+        build_kwok(kwok_version, kwok_dir, logs / f"kwok-{kwok_version}.log")
+    if "provisioner" in wanted:
+        build_provisioner(prov_dir, logs / "provisioner.log")

@@ -1,0 +1,149 @@
+"""Pure builders of the Kubernetes objects the suites create, as JSON dicts.
+
+Named parameters keep scenarios readable ("a 100Gi PV in zone-a, class manual") and
+keep every test's objects the same shape, so evidence and oracle read them alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusters.topology import HOSTNAME_KEY, ZONE_KEY
+
+Obj = dict[str, Any]
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def node_selector_terms(*terms: list[tuple[str, str, list[str]]]) -> Obj:
+    """A NodeSelector from terms of (key, operator, values) expressions."""
+    return {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": k, "operator": op, **({"values": v} if v else {})} for k, op, v in term]}
+        for term in terms
+    ]}
+
+
+def zone_affinity(*zones: str) -> Obj:
+    """PV nodeAffinity allowing the given zones."""
+    return {"required": node_selector_terms([(ZONE_KEY, "In", list(zones))])}
+
+
+def label_affinity(key: str, *values: str) -> Obj:
+    return {"required": node_selector_terms([(key, "In", list(values))])}
+
+
+def hostname_affinity(hostname: str) -> Obj:
+    return label_affinity(HOSTNAME_KEY, hostname)
+
+
+def storage_class(name: str, provisioner: str, binding_mode: str = "WaitForFirstConsumer",
+                  reclaim: str = "Delete", allowed_zones: list[str] | None = None,
+                  labels: dict[str, str] | None = None) -> Obj:
+    sc: Obj = {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "provisioner": provisioner, "volumeBindingMode": binding_mode, "reclaimPolicy": reclaim,
+    }
+    if allowed_zones:
+        sc["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE_KEY, "values": list(allowed_zones)}]}]
+    return sc
+
+
+def persistent_volume(name: str, capacity: str, storage_class: str = "", access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+                      volume_mode: str | None = None, reclaim: str = "Retain", affinity: Obj | None = None,
+                      labels: dict[str, str] | None = None, local_path: str | None = None,
+                      claim_ref: tuple[str, str] | None = None) -> Obj:
+    """A static PV. `local_path` makes a `local` volume (which upstream requires to carry
+    node affinity); otherwise a CSI volume of a driver that needs no attach."""
+    source: Obj = ({"local": {"path": local_path}} if local_path
+                   else {"csi": {"driver": "static.csi.pvchaos.dev", "volumeHandle": name}})
+    spec: Obj = {
+        "capacity": {"storage": capacity},
+        "accessModes": list(access_modes),
+        "persistentVolumeReclaimPolicy": reclaim,
+        "storageClassName": storage_class,
+        **source,
+    }
+    if volume_mode:
+        spec["volumeMode"] = volume_mode
+    if affinity is not None:
+        spec["nodeAffinity"] = affinity
+    if claim_ref:
+        spec["claimRef"] = {"namespace": claim_ref[0], "name": claim_ref[1]}
+    return {"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
+
+
+UNSET = object()
+
+
+def persistent_volume_claim(name: str, request: str, storage_class: Any = UNSET,
+                            access_modes: tuple[str, ...] = ("ReadWriteOnce",), volume_mode: str | None = None,
+                            selector: Obj | None = None, volume_name: str | None = None,
+                            labels: dict[str, str] | None = None) -> Obj:
+    """`storage_class=UNSET` leaves the field out (default class); "" asks for class-less PVs."""
+    spec: Obj = {"accessModes": list(access_modes), "resources": {"requests": {"storage": request}}}
+    if storage_class is not UNSET:
+        spec["storageClassName"] = storage_class
+    if volume_mode:
+        spec["volumeMode"] = volume_mode
+    if selector:
+        spec["selector"] = selector
+    if volume_name:
+        spec["volumeName"] = volume_name
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
+
+
+def pod(name: str, claims: tuple[str, ...] = (), node_selector: dict[str, str] | None = None,
+        node_affinity: Obj | None = None, tolerations: list[Obj] | None = None, labels: dict[str, str] | None = None,
+        requests: dict[str, str] | None = None, node_name: str | None = None,
+        extra_spec: Obj | None = None) -> Obj:
+    """A pause pod mounting each claim. KWOK runs it without looking at the volumes;
+    the scheduler still requires bound claims and matching PV affinity."""
+    container: Obj = {"name": "app", "image": PAUSE_IMAGE}
+    if requests:
+        container["resources"] = {"requests": dict(requests)}
+    if claims:
+        container["volumeMounts"] = [{"name": f"v{i}", "mountPath": f"/data/{i}"} for i in range(len(claims))]
+    spec: Obj = {
+        "containers": [container],
+        "terminationGracePeriodSeconds": 0,
+        "volumes": [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)],
+    }
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if node_affinity:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": node_affinity}}
+    if tolerations is not None:
+        spec["tolerations"] = tolerations
+    if node_name:
+        spec["nodeName"] = node_name
+    spec.update(extra_spec or {})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
+
+
+def statefulset(name: str, replicas: int, storage_class: str, request: str = "1Gi",
+                pod_spec_extra: Obj | None = None, labels: dict[str, str] | None = None) -> Obj:
+    """A StatefulSet of pause pods, each with one claim from `storage_class`."""
+    match = {"app": name}
+    spec: Obj = {
+        "containers": [{"name": "app", "image": PAUSE_IMAGE, "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+        "terminationGracePeriodSeconds": 0,
+        **(pod_spec_extra or {}),
+    }
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": match},
+            "template": {"metadata": {"labels": {**match, **(labels or {})}}, "spec": spec},
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                         "resources": {"requests": {"storage": request}}},
+            }],
+        },
+    }

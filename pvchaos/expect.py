@@ -1,0 +1,102 @@
+"""Observations the suites make again and again, each an Allure step that shows its
+arguments and returns what it saw. All waiting goes through `pvchaos.waiting`."""
+
+from __future__ import annotations
+
+import allure
+
+from conformance import messages
+from pvchaos.resources import Obj
+from pvchaos.waiting import WaitTimeout, describe, pod_cannot_run, pod_running, wait_for, wait_for_event
+from pvchaos.workspace import Workspace
+
+
+class ExpectationFailed(AssertionError):
+    """Kubernetes did something other than what it promises; the message shows the evidence."""
+
+
+@allure.step("PVC {name} becomes Bound")
+def claim_bound(ws: Workspace, name: str, timeout: float = 60) -> Obj:
+    pvc = wait_for(ws.kube, "PersistentVolumeClaim", name,
+                   lambda o: (o or {}).get("status", {}).get("phase") == "Bound", "phase Bound",
+                   ws.namespace, timeout)
+    assert pvc is not None
+    return pvc
+
+
+def bound_volume(ws: Workspace, claim: str, timeout: float = 60) -> Obj:
+    """The PV a claim is Bound to (waits for the binding)."""
+    pvc = claim_bound(ws, claim, timeout)
+    pv = ws.get("PersistentVolume", pvc["spec"]["volumeName"])
+    assert pv is not None, f"PVC {claim} names PV {pvc['spec']['volumeName']}, which does not exist"
+    return pv
+
+
+@allure.step("PV {name} reaches phase {phase}")
+def volume_phase(ws: Workspace, name: str, phase: str, timeout: float = 60) -> Obj:
+    pv = wait_for(ws.kube, "PersistentVolume", name,
+                  lambda o: (o or {}).get("status", {}).get("phase") == phase, f"phase {phase}", None, timeout)
+    assert pv is not None
+    return pv
+
+
+@allure.step("{kind} {obj_name} carries an event containing {key}")
+def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60, **fmt: object) -> Obj:
+    """Wait for the version's wording of message `key` in an event about the object."""
+    obj = ws.get(kind, obj_name) or {"kind": kind, "metadata": {"name": obj_name, "namespace": ws.namespace}}
+    obj.setdefault("kind", kind)
+    wanted = messages.expected(key, ws.cluster.minor, **fmt) if ws.cluster.minor else messages.any_of(key, **fmt)
+    return wait_for_event(ws.kube, obj, wanted, reason=messages.REASONS.get(key), timeout=timeout)
+
+
+@allure.step("PVC {claim} stays Pending: the controller reports {key}")
+def claim_stays_pending(ws: Workspace, claim: str, key: str, **fmt: object) -> Obj:
+    """A negative made observable: the controller's event proves it evaluated the claim
+    and found nothing, then the claim must still be Pending."""
+    event(ws, "PersistentVolumeClaim", claim, key, **fmt)
+    pvc = ws.get("PersistentVolumeClaim", claim)
+    phase = (pvc or {}).get("status", {}).get("phase")
+    if phase != "Pending":
+        raise ExpectationFailed(f"PVC {claim} should stay Pending ({key}) but is {phase}:\n{describe(pvc, ws.kube)}")
+    return pvc or {}
+
+
+@allure.step("pod {name} runs")
+def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
+    pod = wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout, fail_if=pod_cannot_run)
+    assert pod is not None
+    return pod
+
+
+@allure.step("pod {name} cannot be scheduled: {key}")
+def pod_unschedulable(ws: Workspace, name: str, key: str, timeout: float = 60) -> Obj:
+    """Wait for FailedScheduling with the reason, and check the pod has no node."""
+    ev = event(ws, "Pod", name, key, timeout=timeout)
+    pod = ws.get("Pod", name)
+    if (pod or {}).get("spec", {}).get("nodeName"):
+        raise ExpectationFailed(f"pod {name} was expected unschedulable ({key}) but runs on "
+                                f"{pod['spec']['nodeName']}:\n{describe(pod, ws.kube)}")
+    return ev
+
+
+def node_of(ws: Workspace, pod_name: str) -> Obj:
+    pod = ws.get("Pod", pod_name)
+    node_name = (pod or {}).get("spec", {}).get("nodeName")
+    node = ws.get("Node", node_name) if node_name else None
+    assert node is not None, f"pod {pod_name} has no node:\n{describe(pod, ws.kube)}"
+    return node
+
+
+def label(obj: Obj, key: str) -> str | None:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(key)
+
+
+def expect(condition: bool, message: str, *objects: Obj | None, ws: Workspace | None = None) -> None:
+    """Assert with evidence: the objects involved are shown when the condition fails."""
+    if not condition:
+        shown = "\n---\n".join(describe(o, ws.kube if ws else None) for o in objects)
+        raise ExpectationFailed(f"{message}\n{shown}" if objects else message)
+
+
+__all__ = ["ExpectationFailed", "WaitTimeout", "bound_volume", "claim_bound", "claim_stays_pending", "event",
+           "expect", "label", "node_of", "pod_runs", "pod_unschedulable", "volume_phase"]

@@ -1,0 +1,198 @@
+"""The pytest plugin: options, clusters per worker, a workspace per test, invariants
+after every suite test, and evidence attached to Allure only when a test fails."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from typing import Any
+
+import allure
+import pytest
+import yaml
+
+from clusters.backend import ClusterError, ClusterHandle
+from clusters.kube import Kube, connect
+from conformance import invariants
+from pvchaos import snapshot
+from pvchaos.cleanup import Cleanup
+from pvchaos.provider import CannotProvide, ClusterPool, ClusterRequest, Options
+from pvchaos.resources import event_lines, list_raw
+from pvchaos.waiting import describe
+from pvchaos.workspace import Workspace
+
+WORKSPACE_KEY = pytest.StashKey[Workspace]()
+EXEMPT_KEY = pytest.StashKey[set[str]]()
+
+
+class InvariantViolation(AssertionError):
+    """A cluster-wide invariant broke during a test (see conformance.invariants)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("pvchaos", "pvchaos cluster options")
+    g.addoption("--backend", default="local", choices=("local", "kind", "existing"),
+                help="where the suites run (default: local, a real control plane with KWOK nodes)")
+    g.addoption("--k8s-version", default="", help="Kubernetes version of local clusters, e.g. v1.35.4")
+    g.addoption("--zones", default="3", help="number of zones, or a comma-separated list of names")
+    g.addoption("--nodes-per-zone", type=int, default=2)
+    g.addoption("--feature-gates", default="", help="extra gates for local clusters, A=true,B=false")
+    g.addoption("--kubeconfig", default=None, help="kubeconfig of an existing cluster (--backend existing)")
+    g.addoption("--context", default=None, help="context in --kubeconfig")
+    g.addoption("--allow-disruptive", action="store_true",
+                help="allow node/zone faults and label changes on a cluster pvchaos did not create")
+    g.addoption("--allow-context", action="append", default=[],
+                help="a context name disruptive suites may run against (repeatable)")
+    g.addoption("--keep-cluster", action="store_true", help="leave shared clusters running after the run")
+    g.addoption("--profile", default=None, help="a driver profile (upstream external storage test driver file)")
+
+
+def _options(config: pytest.Config) -> Options:
+    return Options(
+        backend=config.getoption("backend"), k8s_version=config.getoption("k8s_version"),
+        zones=config.getoption("zones"), nodes_per_zone=config.getoption("nodes_per_zone"),
+        feature_gates=config.getoption("feature_gates"), kubeconfig=config.getoption("kubeconfig"),
+        context=config.getoption("context"), allow_disruptive=config.getoption("allow_disruptive"),
+        allow_contexts=tuple(config.getoption("allow_context")), keep_cluster=config.getoption("keep_cluster"),
+        profile=config.getoption("profile"),
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # SIGTERM (CI cancelling, `kill`) takes the same orderly path as Ctrl-C.
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
+    pool = ClusterPool(_options(pytestconfig))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def _request_of(item: pytest.Item) -> ClusterRequest:
+    marker = item.get_closest_marker("cluster")
+    return ClusterRequest.from_marker(dict(marker.kwargs)) if marker else ClusterRequest()
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool) -> Iterator[ClusterHandle]:
+    """The cluster this test runs on, per the isolation model in pvchaos.provider."""
+    item = request.node
+    want = _request_of(item)
+    disruptive = item.get_closest_marker("disruptive") is not None
+    owner = None
+    try:
+        if disruptive:
+            handle, owner = cluster_pool.fresh(want)
+        else:
+            handle = cluster_pool.shared(want)
+    except CannotProvide as exc:
+        pytest.skip(str(exc))
+    except ClusterError as exc:
+        pytest.fail(f"cluster could not be provided: {exc}", pytrace=False)
+    try:
+        if disruptive and not handle.has("owned"):
+            from clusters.existing import disruption_refusal
+
+            refusal = disruption_refusal(handle, cluster_pool.options.allow_disruptive,
+                                         cluster_pool.options.allow_contexts)
+            if refusal:
+                pytest.skip(f"{refusal} ({item.name})")
+        needs = item.get_closest_marker("needs")
+        if needs:
+            missing = handle.missing(*needs.args)
+            if missing:
+                pytest.skip(f"backend {handle.backend}: no {', '.join(missing)}")
+        _allure_environment(handle)
+        yield handle
+    finally:
+        cluster_pool.release(owner)
+
+
+def _allure_environment(handle: ClusterHandle) -> None:
+    allure.dynamic.parameter("backend", handle.backend, excluded=True)
+    allure.dynamic.parameter("kubernetes", handle.k8s_version, excluded=True)
+
+
+@pytest.fixture
+def kube(cluster: ClusterHandle) -> Iterator[Kube]:
+    k = connect(cluster.kubeconfig, cluster.context)
+    try:
+        yield k
+    finally:
+        k.api.close()
+
+
+@pytest.fixture
+def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle) -> Iterator[Workspace]:
+    """A namespace and object factory for this test; everything is deleted afterwards."""
+    cleanup = Cleanup(f"cleanup of {request.node.name}")
+    try:
+        workspace = Workspace(kube, cluster, request.node.name, cleanup)
+        request.node.stash[WORKSPACE_KEY] = workspace
+        yield workspace
+    finally:
+        cleanup.run()
+
+
+@pytest.fixture
+def exempt_from_invariants(request: pytest.FixtureRequest) -> set[str]:
+    """Pods ("namespace/name") a test knowingly placed against an invariant."""
+    exempt: set[str] = set()
+    request.node.stash[EXEMPT_KEY] = exempt
+    return exempt
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After a passing test body, the cluster invariants must hold too."""
+    outcome = yield
+    ws = item.stash.get(WORKSPACE_KEY, None)
+    if outcome.excinfo is not None or ws is None:
+        return
+    violations = invariants.check(snapshot.take(ws.kube), item.stash.get(EXEMPT_KEY, set()))
+    if violations:
+        outcome.force_exception(InvariantViolation(
+            "cluster invariants violated after the test:\n" + "\n".join(f"- {v}" for v in violations)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        ws = item.stash.get(WORKSPACE_KEY, None)
+        if ws is not None:
+            _attach_evidence(ws)
+
+
+def _attach_evidence(ws: Workspace) -> None:
+    """Objects, events and scheduler messages of the failed test, as Allure attachments."""
+    try:
+        docs = []
+        for kind in ("Pod", "PersistentVolumeClaim", "StatefulSet"):
+            docs += [describe(o) for o in ws.list(kind)]
+        for kind, name in ws.cluster_scoped:
+            obj = ws.get(kind, name)
+            if obj:
+                docs.append(describe(obj))
+        allure.attach("\n---\n".join(docs) or "(none)", "objects.yaml", allure.attachment_type.YAML)
+        events = list_raw(ws.kube, "Event", ws.namespace)[0]
+        allure.attach("\n".join(event_lines(events)) or "(none)", "events.txt", allure.attachment_type.TEXT)
+        failed = [e for e in events if e.get("reason") == "FailedScheduling"]
+        if failed:
+            allure.attach("\n".join(event_lines(failed)), "FailedScheduling.txt", allure.attachment_type.TEXT)
+        nodes = [{"name": n["metadata"]["name"], "labels": n["metadata"].get("labels"),
+                  "taints": (n.get("spec") or {}).get("taints")} for n in list_raw(ws.kube, "Node")[0]]
+        allure.attach(yaml.safe_dump(nodes, sort_keys=False), "nodes.yaml", allure.attachment_type.YAML)
+    except Exception as exc:  # noqa: BLE001 - evidence is best effort; the failure stands
+        allure.attach(f"could not gather evidence: {exc}", "evidence-error.txt", allure.attachment_type.TEXT)
+

@@ -1,0 +1,176 @@
+"""Hands each pytest worker its clusters, and takes them all down at the end.
+
+Isolation model (docs/isolation.md):
+- non-disruptive tests share one cluster per worker; each test has its own namespace
+  and uniquely named cluster-scoped objects;
+- a test that needs a differently configured cluster (gate off, a controller or plugin
+  disabled) gets one per worker per configuration, shared with tests asking the same;
+- a disruptive test (node or zone faults, node label changes, component restarts) gets
+  a fresh cluster of its own, destroyed right after it. Local clusters start in a few
+  seconds, so this costs less than coordinating faults between tests.
+Backends that cannot start clusters (existing, kind) skip tests whose configuration
+they cannot provide, with the reason.
+"""
+
+from __future__ import annotations
+
+import atexit
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from clusters.backend import ClusterError, ClusterHandle
+from clusters.local.cluster import LocalCluster
+from clusters.local.config import LocalClusterConfig, parse_feature_gates
+from clusters.topology import Topology
+from pvchaos import naming
+
+
+@dataclass(frozen=True)
+class Options:
+    """The command-line options that shape clusters."""
+
+    backend: str = "local"
+    k8s_version: str = ""
+    zones: str = "3"
+    nodes_per_zone: int = 2
+    feature_gates: str = ""
+    kubeconfig: str | None = None
+    context: str | None = None
+    allow_disruptive: bool = False
+    allow_contexts: tuple[str, ...] = ()
+    keep_cluster: bool = False
+    profile: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterRequest:
+    """What a test asks of its cluster beyond the defaults (the `cluster` marker)."""
+
+    feature_gates: tuple[tuple[str, bool], ...] = ()
+    disabled_controllers: tuple[str, ...] = ()
+    disabled_scheduler_plugins: tuple[str, ...] = ()
+    provisioner: bool = True
+    zones: tuple[str, ...] | None = None
+    nodes_per_zone: int | None = None
+    extra_kcm_flags: tuple[str, ...] = ()
+    node_monitor_grace_seconds: int | None = None
+
+    @classmethod
+    def from_marker(cls, kwargs: dict[str, Any]) -> ClusterRequest:
+        gates = kwargs.pop("feature_gates", {})
+        known = set(cls.__dataclass_fields__)
+        unknown = set(kwargs) - known
+        if unknown:
+            raise ValueError(f"cluster marker: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
+        norm = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+        return cls(feature_gates=tuple(sorted(gates.items())), **norm)
+
+    @property
+    def is_default(self) -> bool:
+        return self == ClusterRequest()
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.__dict__.items() if v != getattr(ClusterRequest(), k)]
+        return ", ".join(parts) or "defaults"
+
+
+@dataclass
+class ClusterPool:
+    """The clusters of one worker process."""
+
+    options: Options
+    _shared: dict[ClusterRequest, tuple[Any, ClusterHandle]] = field(default_factory=dict)
+    _external: ClusterHandle | None = None
+
+    def __post_init__(self) -> None:
+        atexit.register(self.close)
+
+    # -- local ----------------------------------------------------------------------------
+    def _local_config(self, request: ClusterRequest) -> LocalClusterConfig:
+        from tools.versions import DEFAULT_K8S_VERSION
+
+        topo = Topology.parse(self.options.zones, self.options.nodes_per_zone)
+        if request.zones is not None or request.nodes_per_zone is not None:
+            topo = replace(topo, zones=request.zones or topo.zones,
+                           nodes_per_zone=request.nodes_per_zone or topo.nodes_per_zone)
+        gates = parse_feature_gates(self.options.feature_gates)
+        gates.update(dict(request.feature_gates))
+        cfg = LocalClusterConfig(
+            name=f"{naming.slug(naming.worker_id(), 6)}-{secrets.token_hex(3)}",
+            k8s_version=self.options.k8s_version or DEFAULT_K8S_VERSION,
+            topology=topo, feature_gates=gates,
+            disabled_controllers=request.disabled_controllers,
+            disabled_scheduler_plugins=request.disabled_scheduler_plugins,
+            provisioner=request.provisioner,
+            extra_kcm_flags=request.extra_kcm_flags,
+        )
+        if request.node_monitor_grace_seconds:
+            cfg = replace(cfg, node_monitor_grace_seconds=request.node_monitor_grace_seconds)
+        return cfg
+
+    def shared(self, request: ClusterRequest) -> ClusterHandle:
+        """The worker's cluster for this configuration, started on first use."""
+        if self.options.backend != "local":
+            return self._external_for(request)
+        if request not in self._shared:
+            local = LocalCluster(self._local_config(request))
+            self._shared[request] = (local, local.up())
+        return self._shared[request][1]
+
+    def fresh(self, request: ClusterRequest) -> tuple[ClusterHandle, Any]:
+        """A cluster for one disruptive test; the caller downs it with `release`."""
+        if self.options.backend != "local":
+            return self._external_for(request), None
+        local = LocalCluster(self._local_config(request))
+        return local.up(), local
+
+    @staticmethod
+    def release(owner: Any) -> None:
+        if owner is not None:
+            owner.down()
+
+    # -- external ---------------------------------------------------------------------------
+    def _external_for(self, request: ClusterRequest) -> ClusterHandle:
+        if not request.is_default:
+            raise _CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
+        if self._external is None:
+            self._external = _connect_external(self.options)
+        return self._external
+
+    def close(self) -> None:
+        """Down every cluster this worker started (unless --keep-cluster)."""
+        errors = []
+        while self._shared:
+            _, (local, handle) = self._shared.popitem()
+            if self.options.keep_cluster:
+                print(f"[pvchaos] kept cluster {handle.name}: export KUBECONFIG={handle.kubeconfig}")
+                continue
+            try:
+                local.down()
+            except Exception as exc:  # noqa: BLE001 - gathered below
+                errors.append(exc)
+        if errors:
+            raise ExceptionGroup("cluster teardown failed", errors)
+
+
+class _CannotProvide(Exception):
+    """The backend cannot give this test the cluster it needs: a skip, not a failure."""
+
+
+def _connect_external(options: Options) -> ClusterHandle:
+    if options.backend == "existing":
+        from clusters.existing import ExistingBackend
+
+        if not options.kubeconfig:
+            raise ClusterError("backend existing: --kubeconfig is required")
+        return ExistingBackend(options.kubeconfig, options.context, options.allow_disruptive,
+                               options.allow_contexts).up()
+    if options.backend == "kind":
+        from clusters.kind import KindBackend
+
+        return KindBackend.from_options(options).up()  # type: ignore[attr-defined]
+    raise ClusterError(f"unknown backend {options.backend!r}; use local, kind or existing")
+
+
+CannotProvide = _CannotProvide
