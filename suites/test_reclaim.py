@@ -1,0 +1,62 @@
+"""Reclaim policies: what happens to a PV when its claim is deleted (SPEC 2)."""
+
+from __future__ import annotations
+
+import allure
+import pytest
+
+from pvchaos import builders as b
+from pvchaos import expect as x
+from pvchaos.waiting import wait_for
+from pvchaos.workspace import Workspace
+
+pytestmark = [allure.epic("Binding"), allure.feature("Reclaim")]
+
+
+@allure.story("Delete removes the PV with its claim")
+@pytest.mark.needs("dynamic-zonal")
+def test_delete_policy_removes_volume(ws: Workspace) -> None:
+    sc = ws.name("zonal-delete")
+    ws.create(b.storage_class(sc, ws.cluster.zonal_class_provisioner or "", "Immediate", reclaim="Delete"))
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    pv = x.bound_volume(ws, "data")
+    ws.delete("PersistentVolumeClaim", "data")
+    with allure.step(f"PV {pv['metadata']['name']} is deleted by its provisioner"):
+        wait_for(ws.kube, "PersistentVolume", pv["metadata"]["name"], lambda o: o is None, "deleted", timeout=60)
+
+
+@allure.story("Retain keeps the PV Released with its claimRef until the claimRef is cleared")
+@pytest.mark.needs("static-pv")
+def test_retain_policy_released_until_claim_ref_cleared(ws: Workspace) -> None:
+    iso = {"pvchaos.dev/case": ws.namespace[-20:]}
+    pv = ws.create(b.persistent_volume(ws.name("retained"), "5Gi", labels=iso, reclaim="Retain"))
+    name = pv["metadata"]["name"]
+    ws.create(b.persistent_volume_claim("first", "5Gi", "", selector={"matchLabels": iso}))
+    x.bound_volume(ws, "first")
+    ws.delete("PersistentVolumeClaim", "first")
+    released = x.volume_phase(ws, name, "Released")
+    ref = released["spec"].get("claimRef") or {}
+    x.expect(ref.get("name") == "first", "a Released PV keeps the claimRef of its old claim", released, ws=ws)
+
+    ws.create(b.persistent_volume_claim("second", "5Gi", "", selector={"matchLabels": iso}))
+    x.claim_stays_pending(ws, "second", "NO_PV_NO_CLASS")
+
+    with allure.step("clear spec.claimRef: the PV turns Available and the new claim binds it"):
+        ws.patch("PersistentVolume", name, {"spec": {"claimRef": None}})
+    bound = x.bound_volume(ws, "second")
+    x.expect(bound["metadata"]["name"] == name, "the new claim binds the recycled PV", bound, ws=ws)
+
+
+@allure.story("switching a dynamic PV to Retain before deleting its claim keeps it")
+@pytest.mark.needs("dynamic-zonal")
+def test_switch_to_retain_keeps_volume(ws: Workspace) -> None:
+    sc = ws.name("zonal-delete")
+    ws.create(b.storage_class(sc, ws.cluster.zonal_class_provisioner or "", "Immediate", reclaim="Delete"))
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    pv = x.bound_volume(ws, "data")
+    name = pv["metadata"]["name"]
+    ws.cleanup.push(f"delete PersistentVolume {name}", lambda: ws.delete("PersistentVolume", name, wait=False))
+    ws.patch("PersistentVolume", name, {"spec": {"persistentVolumeReclaimPolicy": "Retain"}})
+    ws.delete("PersistentVolumeClaim", "data")
+    released = x.volume_phase(ws, name, "Released")
+    x.expect(released["spec"]["persistentVolumeReclaimPolicy"] == "Retain", "the policy change holds", released, ws=ws)
