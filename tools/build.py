@@ -126,7 +126,9 @@ def _upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
             detail = json.loads(proc.stdout).get("Error", detail)
         except ValueError:
             pass
-        raise BuildError(f"{module}@{version}: the Go module proxy does not serve it: {detail}")
+        first = detail.strip().splitlines()[0] if detail.strip() else "no answer"
+        raise BuildError(f"{module}@{version}: the Go module proxy does not serve it ({first.split(': ')[-1]}); "
+                         f"see `go list -m -versions {module}`")
     return Path(json.loads(proc.stdout)["GoMod"]).read_text()
 
 
@@ -143,7 +145,11 @@ def build_kubernetes(version: str, out_dir: Path, log: Path) -> None:
     go = _require_go()
     wrapper = out_dir / "src"
     wrapper.mkdir(parents=True, exist_ok=True)
-    upstream = gomod.parse_upstream_mod(_upstream_gomod("k8s.io/kubernetes", version, wrapper, log))
+    try:
+        upstream = gomod.parse_upstream_mod(_upstream_gomod("k8s.io/kubernetes", version, wrapper, log))
+    except BuildError:
+        shutil.rmtree(out_dir, ignore_errors=True)  # leave no empty version directory behind
+        raise
     (wrapper / "go.mod").write_text(gomod.kubernetes_wrapper_mod(version, upstream))
     _log(f"k8s.io/kubernetes {version}: wrapper with {len(upstream.local_replaces)} staging replaces")
     _run_go([go, "mod", "download", "k8s.io/kubernetes"], wrapper, log, f"download k8s.io/kubernetes@{version}")

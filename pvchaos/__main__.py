@@ -1,0 +1,7 @@
+"""`python -m pvchaos` is the `pvchaos` command."""
+
+import sys
+
+from pvchaos.cli import main
+
+sys.exit(main())

@@ -1,0 +1,168 @@
+"""The `pvchaos` command: clusters (up, down, list), build, run, selftest.
+
+Every failure a user can cause ends in one line on stderr and exit code 2; nothing is
+left running or on disk by a command that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from clusters.backend import ClusterError
+from tools.build import BuildError
+from tools.versions import DEFAULT_K8S_VERSION
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cluster_up(args: argparse.Namespace) -> int:
+    from clusters.local.cluster import LocalCluster
+    from clusters.local.config import LocalClusterConfig, parse_feature_gates
+    from clusters.topology import Topology
+
+    cfg = LocalClusterConfig(
+        name=args.name, k8s_version=args.k8s_version,
+        topology=Topology.parse(args.zones, args.nodes_per_zone),
+        feature_gates=parse_feature_gates(args.feature_gates),
+        disabled_controllers=tuple(args.disable_controller),
+        disabled_scheduler_plugins=tuple(args.disable_scheduler_plugin),
+        provisioner=not args.no_provisioner,
+    )
+    handle = LocalCluster(cfg, detached=True).up()
+    print(f"export KUBECONFIG={handle.kubeconfig}")
+    return 0
+
+
+def _cluster_down(args: argparse.Namespace) -> int:
+    from clusters.local.registry import destroy, list_clusters
+
+    states = list_clusters()
+    if args.all:
+        chosen = states
+    else:
+        chosen = [s for s in states if s.name == args.name]
+        if not chosen:
+            raise ClusterError(f"no local cluster named {args.name!r}; see: pvchaos cluster list")
+    for state in chosen:
+        destroy(state)
+        print(f"removed cluster {state.name}")
+    return 0
+
+
+def _cluster_list(args: argparse.Namespace) -> int:
+    from clusters.local.registry import list_clusters
+
+    states = list_clusters()
+    if not states:
+        print("no local clusters")
+    for s in states:
+        alive = s.alive_components()
+        health = "running" if len(alive) == len(s.processes) else f"{len(alive)}/{len(s.processes)} processes alive"
+        owner = "detached" if s.detached else f"owned by pid {s.owner_pid}" + ("" if s.owner_alive() else " (dead)")
+        print(f"{s.name}\t{s.k8s_version}\t{health}\t{owner}\t{s.directory / 'kubeconfig'}")
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from tools.build import ensure_binaries
+
+    bins = ensure_binaries(args.k8s_version)
+    for name, path in bins.all().items():
+        print(f"{name}\t{path}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pvchaos.runner import RunRequest, run
+
+    extra = list(args.pytest_args)
+    if extra and extra[0] == "--":
+        extra = extra[1:]
+    req = RunRequest(
+        backend=args.backend, k8s_version=args.k8s_version,
+        suites=tuple(s for part in args.suites for s in part.split(",") if s),
+        keyword=args.k, workers=args.workers, profile=args.profile, keep_cluster=args.keep_cluster,
+        report_dir=Path(args.report_dir).resolve(), kubeconfig=args.kubeconfig, context=args.context,
+        allow_disruptive=args.allow_disruptive, allow_contexts=tuple(args.allow_context),
+        feature_gates=args.feature_gates, pytest_args=tuple(extra),
+    )
+    return run(req)
+
+
+def _selftest(args: argparse.Namespace) -> int:
+    """The harness's own tests: oracle units, backends, lifecycle, self-verification."""
+    from tools.build import ensure_binaries
+
+    ensure_binaries(DEFAULT_K8S_VERSION)
+    extra = [a for a in args.pytest_args if a != "--"]
+    argv = [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-rfEs", *extra]
+    return subprocess.call(argv, cwd=REPO_ROOT)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pvchaos", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    cl = sub.add_parser("cluster", help="local clusters").add_subparsers(dest="action", required=True)
+    up = cl.add_parser("up", help="start a local cluster that outlives this command")
+    up.add_argument("--name", default="pvchaos")
+    up.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
+    up.add_argument("--zones", default="3")
+    up.add_argument("--nodes-per-zone", type=int, default=2)
+    up.add_argument("--feature-gates", default="", help="e.g. MutablePVNodeAffinity=false")
+    up.add_argument("--disable-controller", action="append", default=[], metavar="NAME",
+                    help="a kube-controller-manager controller to leave out (repeatable)")
+    up.add_argument("--disable-scheduler-plugin", action="append", default=[], metavar="NAME")
+    up.add_argument("--no-provisioner", action="store_true", help="do not start the zonal test provisioner")
+    up.set_defaults(func=_cluster_up)
+    down = cl.add_parser("down", help="stop a local cluster and remove its directory")
+    which = down.add_mutually_exclusive_group(required=True)
+    which.add_argument("--name")
+    which.add_argument("--all", action="store_true", help="every local cluster, including leftovers")
+    down.set_defaults(func=_cluster_down)
+    cl.add_parser("list", help="local clusters and their health").set_defaults(func=_cluster_list)
+
+    b = sub.add_parser("build", help="build (or find cached) binaries for a Kubernetes version")
+    b.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
+    b.set_defaults(func=_build)
+
+    r = sub.add_parser("run", help="run the suites and write the Allure report (the main job)")
+    r.add_argument("--backend", default="local", choices=("local", "kind", "existing"))
+    r.add_argument("--k8s-version", default="")
+    r.add_argument("--suites", action="append", default=[], help="comma-separated suite names (default: all)")
+    r.add_argument("-k", default=None, help="pytest -k expression")
+    r.add_argument("--workers", default="auto", help="parallel workers (pytest-xdist); 0 runs in one process")
+    r.add_argument("--profile", default=None, help="driver profile file")
+    r.add_argument("--keep-cluster", action="store_true")
+    r.add_argument("--report-dir", default=str(REPO_ROOT / "reports"))
+    r.add_argument("--kubeconfig", default=None)
+    r.add_argument("--context", default=None)
+    r.add_argument("--allow-disruptive", action="store_true")
+    r.add_argument("--allow-context", action="append", default=[])
+    r.add_argument("--feature-gates", default="")
+    r.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --, passed to pytest")
+    r.set_defaults(func=_run)
+
+    t = sub.add_parser("selftest", help="the harness's own tests")
+    t.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    t.set_defaults(func=_selftest)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ClusterError, BuildError, ValueError) as exc:
+        print(f"pvchaos: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pvchaos: interrupted; everything started was stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,359 @@
+"""Turn a run's allure-pytest results into the HTML report, its history and a summary.
+
+A report directory R holds `allure-results/` (written by allure-pytest), `html/` (the
+generated single-file report: open `html/index.html` straight from disk), `junit.xml`,
+`history/` (kept across runs so trends show) and `summary.md`. Categories tell a
+product failure (Kubernetes behaved differently) from a harness error and from an
+infrastructure timeout, because each of those sends the reader somewhere else.
+See docs/reports.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+INFRA_ERRORS = ("WaitTimeout", "ClusterError", "PollTimeout")
+PRODUCT_ERRORS = ("ExpectationFailed", "InvariantViolation")
+REPORT_NAME = "pvchaos"
+GENERATE_TIMEOUT_S = 300
+
+
+class ReportError(RuntimeError):
+    """The HTML report could not be generated; the message says what the CLI said."""
+
+
+@dataclass(frozen=True)
+class ReportLayout:
+    """Where each part of a report directory lives."""
+
+    root: Path
+
+    @property
+    def results(self) -> Path:
+        return self.root / "allure-results"
+
+    @property
+    def html(self) -> Path:
+        return self.root / "html"
+
+    @property
+    def history(self) -> Path:
+        return self.root / "history"
+
+    @property
+    def junit(self) -> Path:
+        return self.root / "junit.xml"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.md"
+
+
+def layout(report_dir: Path | str) -> ReportLayout:
+    return ReportLayout(Path(report_dir))
+
+
+# --- environment and categories -------------------------------------------------------
+
+def _prop_escape(text: str, key: bool) -> str:
+    out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    if key:
+        out = re.sub(r"([=: #!])", r"\\\1", out)
+    elif out.startswith(" "):
+        out = "\\" + out
+    return out
+
+
+def write_environment(results_dir: Path | str, env: Mapping[str, str]) -> Path:
+    """Write environment.properties, which the report shows on its overview page."""
+    path = Path(results_dir) / "environment.properties"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"{_prop_escape(str(k), True)}={_prop_escape(str(v), False)}" for k, v in env.items()]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _names(names: Iterable[str]) -> str:
+    return r"\b(" + "|".join(names) + r")\b"
+
+
+# Written to match the same results under Allure 3 (first matching rule wins, regex
+# search) and Allure 2 (every rule that matches, whole-string match): each rule
+# excludes what the rules before it took, and [\s\S] stands for "any character".
+_NOT_INFRA = rf"^(?![\s\S]*{_names(INFRA_ERRORS)})"
+CATEGORIES: list[dict[str, Any]] = [
+    {"name": "Infrastructure timeouts", "matchedStatuses": ["failed", "broken"],
+     "messageRegex": rf"^[\s\S]*{_names(INFRA_ERRORS)}[\s\S]*$",
+     "description": "The cluster or a wait gave out: WaitTimeout, ClusterError, PollTimeout."},
+    {"name": "Product failures", "matchedStatuses": ["failed", "broken"],
+     "messageRegex": rf"{_NOT_INFRA}[\s\S]*{_names(PRODUCT_ERRORS)}[\s\S]*$",
+     "description": "Kubernetes behaved differently from what the suite expects."},
+    {"name": "Product failures", "matchedStatuses": ["broken"],
+     "messageRegex": rf"{_NOT_INFRA}[\s\S]*$",
+     "traceRegex": rf"^[\s\S]*{_names(PRODUCT_ERRORS)}[\s\S]*$"},
+    {"name": "Product failures", "matchedStatuses": ["failed"],
+     "messageRegex": rf"{_NOT_INFRA}[\s\S]*$"},
+    {"name": "Harness errors", "matchedStatuses": ["broken"],
+     "messageRegex": rf"^(?![\s\S]*{_names(INFRA_ERRORS + PRODUCT_ERRORS)})[\s\S]*$",
+     "description": "The harness itself raised: a bug or a broken fixture, not a verdict."},
+    {"name": "Skipped for capability", "matchedStatuses": ["skipped"],
+     "messageRegex": r"^[\s\S]*\bno [\w-]+[\s\S]*$",
+     "description": "The backend lacks a capability the suite needs (\"backend X: no Y\")."},
+]
+
+
+def write_categories(results_dir: Path | str) -> Path:
+    """Write categories.json, which sorts failures into product, harness and infrastructure."""
+    path = Path(results_dir) / "categories.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(CATEGORIES, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+# --- history ------------------------------------------------------------------------------
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    dst.mkdir(parents=True, exist_ok=True)
+    for item in src.iterdir():
+        if item.is_file():
+            shutil.copy2(item, dst / item.name)
+
+
+def restore_history(report_dir: Path | str) -> Path:
+    """Seed allure-results/history from R/history (or the last report's html/history).
+
+    The CLI appends this run to the working copy; `save_history` keeps it only once the
+    report was generated, so a failed generation leaves R/history as it was.
+    """
+    lay = layout(report_dir)
+    work = lay.results / "history"
+    work.mkdir(parents=True, exist_ok=True)
+    for source in (lay.history, lay.html / "history"):
+        if source.is_dir() and any(source.iterdir()):
+            _copy_tree(source, work)
+            break
+    return work
+
+
+def save_history(report_dir: Path | str) -> Path:
+    """Keep this run's history in R/history and inside html/ so a published report has it."""
+    lay = layout(report_dir)
+    work = lay.results / "history"
+    if work.is_dir():
+        _copy_tree(work, lay.history)
+        if lay.html.is_dir():
+            _copy_tree(work, lay.html / "history")
+    lay.history.mkdir(parents=True, exist_ok=True)
+    return lay.history
+
+
+# --- generation ---------------------------------------------------------------------------
+
+def _config(name: str, history_file: Path, history_limit: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "historyPath": str(history_file),
+        "historyLimit": history_limit,
+        "plugins": {"allure2": {"options": {"singleFile": True, "reportName": name}}},
+    }
+
+
+def generate_html(report_dir: Path | str, *, name: str = REPORT_NAME, history_limit: int = 30,
+                  cli: Path | None = None) -> Path:
+    """Render R/allure-results into R/html/index.html, one file that opens from disk.
+
+    Call `restore_history` first and `save_history` after, or trends start over.
+    """
+    from tools.allure_cli import ensure_allure
+
+    lay = layout(report_dir)
+    if not lay.results.is_dir():
+        raise ReportError(f"{lay.results}: no allure results (run pytest with --alluredir)")
+    cli = cli or ensure_allure()
+    staging = lay.root / ".html-staging"
+    shutil.rmtree(staging, ignore_errors=True)  # Allure 3 nests output into a non-empty dir
+    history_file = (lay.results / "history" / "history.jsonl").resolve()
+    history_file.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="pvchaos-allure-") as tmp:
+        config = Path(tmp) / "allurerc.json"
+        config.write_text(json.dumps(_config(name, history_file, history_limit)))
+        cmd = [str(cli), "generate", str(lay.results.resolve()), "--config", str(config),
+               "--output", str(staging.resolve())]
+        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
+                                  timeout=GENERATE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise ReportError(f"allure generate: no answer within {GENERATE_TIMEOUT_S}s") from None
+    index = staging / "index.html"
+    if proc.returncode != 0 or not index.is_file():
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        raise ReportError(f"allure generate failed (exit {proc.returncode}): {tail or 'no output'}")
+    shutil.rmtree(lay.html, ignore_errors=True)
+    staging.rename(lay.html)
+    return lay.html / "index.html"
+
+
+def read_report_json(html_dir: Path | str, name: str) -> Any:
+    """One of the report's data files, e.g. "widgets/categories.json", decoded.
+
+    The single-file report embeds each file base64-encoded; a directory report has it on disk.
+    """
+    html_dir = Path(html_dir)
+    if (html_dir / name).is_file():
+        return json.loads((html_dir / name).read_text(encoding="utf-8"))
+    text = (html_dir / "index.html").read_text(encoding="utf-8")
+    match = re.search(r'd\("' + re.escape(name) + r'","([A-Za-z0-9+/=]*)"\)', text)
+    if not match:
+        raise KeyError(f"{name}: not in the report at {html_dir}")
+    return json.loads(base64.b64decode(match.group(1)))
+
+
+def build_report(report_dir: Path | str, env: Mapping[str, str]) -> Path:
+    """Everything after pytest: environment, categories, history, HTML, summary.md."""
+    lay = layout(report_dir)
+    write_environment(lay.results, env)
+    write_categories(lay.results)
+    restore_history(lay.root)
+    index = generate_html(lay.root)
+    save_history(lay.root)
+    write_summary_md(lay.root, summarize(lay.results))
+    return index
+
+
+# --- summary ------------------------------------------------------------------------------
+
+@dataclass
+class SuiteRow:
+    """Counts for one suite and the timings its tests recorded as "... seconds" parameters."""
+
+    suite: str
+    passed: int = 0
+    failed: int = 0
+    broken: int = 0
+    skipped: int = 0
+    timings: dict[str, list[float]] = field(default_factory=dict)
+
+    def times(self, word: str) -> list[float]:
+        """Every timing whose parameter name contains `word` ("recovery", "race")."""
+        return [v for k, vals in sorted(self.timings.items()) if word in k.lower() for v in vals]
+
+
+def _label(result: Mapping[str, Any], name: str) -> str | None:
+    for label in result.get("labels") or []:
+        if label.get("name") == name and label.get("value"):
+            return str(label["value"])
+    return None
+
+
+def _suite_of(result: Mapping[str, Any]) -> str:
+    full = str(result.get("fullName") or result.get("name") or "unknown")
+    return _label(result, "suite") or _label(result, "parentSuite") or full.split("#", 1)[0]
+
+
+def _number(raw: Any) -> float | None:
+    """allure-pytest stores parameter values as repr() text, so "'12.5'" means 12.5."""
+    text = str(raw).strip()
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = text
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _latest(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep the last attempt of each test (by historyId), so reruns are not counted twice."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for res in results:
+        key = str(res.get("historyId") or res.get("uuid") or id(res))
+        if key not in by_id or res.get("stop", 0) >= by_id[key].get("stop", 0):
+            by_id[key] = res
+    return list(by_id.values())
+
+
+def summarize(results_dir: Path | str) -> list[SuiteRow]:
+    """Per-suite counts and timings, read from allure's *-result.json files."""
+    loaded = []
+    for path in sorted(Path(results_dir).glob("*-result.json")):
+        try:
+            loaded.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    rows: dict[str, SuiteRow] = {}
+    for res in _latest(loaded):
+        row = rows.setdefault(_suite_of(res), SuiteRow(_suite_of(res)))
+        status = res.get("status")
+        if status in ("passed", "failed", "broken", "skipped"):
+            setattr(row, status, getattr(row, status) + 1)
+        for param in res.get("parameters") or []:
+            pname = str(param.get("name", "")).strip()
+            value = _number(param.get("value"))
+            if pname.lower().endswith("seconds") and value is not None:
+                row.timings.setdefault(pname, []).append(value)
+    return [rows[k] for k in sorted(rows)]
+
+
+def _values(vals: list[float]) -> str:
+    if not vals:
+        return "-"
+    if len(vals) <= 3:
+        return ", ".join(f"{v:g}" for v in vals)
+    return f"median {statistics.median(vals):g}, max {max(vals):g} (n={len(vals)})"
+
+
+_HEADER = ("suite", "passed", "failed", "broken", "skipped", "recovery (s)", "race window (s)")
+
+
+def _cells(rows: list[SuiteRow]) -> list[tuple[str, ...]]:
+    out = [(r.suite, str(r.passed), str(r.failed), str(r.broken), str(r.skipped),
+            _values(r.times("recovery")), _values(r.times("race"))) for r in rows]
+    total = ("total",) + tuple(str(sum(getattr(r, s) for r in rows))
+                               for s in ("passed", "failed", "broken", "skipped")) + ("", "")
+    return out + [total]
+
+
+def format_summary(rows: list[SuiteRow]) -> str:
+    """A plain-text table for the terminal: counts, recovery times and race windows."""
+    table = [_HEADER, *_cells(rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_HEADER))]
+    numeric = {1, 2, 3, 4}
+
+    def fmt(line: tuple[str, ...]) -> str:
+        parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths))]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([fmt(table[0]), rule, *(fmt(line) for line in table[1:-1]), rule, fmt(table[-1])])
+
+
+def write_summary_md(report_dir: Path | str, rows: list[SuiteRow]) -> Path:
+    """R/summary.md: the same table in Markdown (fits a CI job summary), plus categories."""
+    lay = layout(report_dir)
+    lines = ["# pvchaos run summary", "", "| " + " | ".join(_HEADER) + " |",
+             "|" + "|".join(["---"] + ["---:"] * 4 + ["---", "---"]) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in _cells(rows)]
+    try:
+        cats = read_report_json(lay.html, "widgets/categories.json").get("items", [])
+    except (OSError, KeyError, ValueError):
+        cats = []
+    if cats:
+        lines += ["", "Categories: " + ", ".join(f"{c['name']} {c['statistic']['total']}" for c in cats)]
+    lines += ["", "Report: `html/index.html` (opens from disk); JUnit: `junit.xml`."]
+    lay.root.mkdir(parents=True, exist_ok=True)
+    lay.summary.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return lay.summary

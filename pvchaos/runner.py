@@ -1,0 +1,167 @@
+"""`pvchaos run`: check the request, build binaries, run the suites in parallel, report.
+
+Input is validated before anything starts (unknown suites, an unwritable report
+directory, more workers than the machine can hold clusters for), so a mistake costs
+one line and no cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SUITES_DIR = REPO_ROOT / "suites"
+CLUSTER_MEMORY_MIB = 1100  # measured: ~850 MiB RSS for 3 zones x 2 nodes, plus headroom
+
+
+class UsageError(ValueError):
+    """Bad input to `pvchaos run`; the message is the one line the user sees."""
+
+
+def known_suites() -> list[str]:
+    return sorted(p.stem.removeprefix("test_") for p in SUITES_DIR.glob("test_*.py"))
+
+
+def available_memory_mib() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 4096
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    backend: str = "local"
+    k8s_version: str = ""
+    suites: tuple[str, ...] = ()
+    keyword: str | None = None
+    workers: str = "auto"
+    profile: str | None = None
+    keep_cluster: bool = False
+    report_dir: Path = REPO_ROOT / "reports"
+    kubeconfig: str | None = None
+    context: str | None = None
+    allow_disruptive: bool = False
+    allow_contexts: tuple[str, ...] = ()
+    feature_gates: str = ""
+    pytest_args: tuple[str, ...] = field(default_factory=tuple)
+
+
+def worker_count(text: str) -> int:
+    """`auto` is one worker per core; each worker runs clusters of its own."""
+    if text == "auto":
+        return max(1, os.cpu_count() or 1)
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--workers: {text!r} is not a number or 'auto'") from None
+    if n < 0:
+        raise UsageError(f"--workers: {n} is negative")
+    return n
+
+
+def validate(req: RunRequest) -> None:
+    """Raise UsageError with one line for anything wrong, before any cluster starts."""
+    unknown = [s for s in req.suites if s not in known_suites()]
+    if unknown:
+        raise UsageError(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(known_suites())}")
+    n = worker_count(req.workers)
+    if req.backend == "local":
+        fits = max(1, available_memory_mib() // (2 * CLUSTER_MEMORY_MIB))
+        if n > fits:
+            raise UsageError(f"--workers {n}: this machine has memory for about {fits} workers' local clusters "
+                             f"({available_memory_mib()} MiB available, ~{2 * CLUSTER_MEMORY_MIB} MiB each)")
+    if req.backend == "existing" and not req.kubeconfig:
+        raise UsageError("--backend existing needs --kubeconfig")
+    if req.kubeconfig and not Path(req.kubeconfig).is_file():
+        raise UsageError(f"--kubeconfig {req.kubeconfig}: no such file")
+    if req.profile and not Path(req.profile).is_file():
+        raise UsageError(f"--profile {req.profile}: no such file")
+    try:
+        req.report_dir.mkdir(parents=True, exist_ok=True)
+        probe = req.report_dir / ".pvchaos-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--report-dir {req.report_dir}: cannot write there ({exc.strerror})") from None
+
+
+def pytest_argv(req: RunRequest) -> list[str]:
+    """The pytest command line for a request (pure, so it can be tested)."""
+    results = req.report_dir / "allure-results"
+    targets = [str(SUITES_DIR / f"test_{s}.py") for s in req.suites] or [str(SUITES_DIR)]
+    argv = [sys.executable, "-m", "pytest", *targets, "-p", "no:cacheprovider", "-rfEs",
+            f"--alluredir={results}", f"--junitxml={req.report_dir / 'junit.xml'}",
+            f"--backend={req.backend}"]
+    n = worker_count(req.workers)
+    if n > 0:
+        argv += ["-n", str(n), "--dist", "loadgroup"]
+    if req.k8s_version:
+        argv.append(f"--k8s-version={req.k8s_version}")
+    if req.keyword:
+        argv += ["-k", req.keyword]
+    for flag, value in (("--profile", req.profile), ("--kubeconfig", req.kubeconfig), ("--context", req.context),
+                        ("--feature-gates", req.feature_gates)):
+        if value:
+            argv.append(f"{flag}={value}")
+    if req.keep_cluster:
+        argv.append("--keep-cluster")
+    if req.allow_disruptive:
+        argv.append("--allow-disruptive")
+    argv += [f"--allow-context={c}" for c in req.allow_contexts]
+    return argv + list(req.pytest_args)
+
+
+def run(req: RunRequest) -> int:
+    """The main job; returns pytest's exit code (non-zero when anything failed)."""
+    from pvchaos import report
+
+    validate(req)
+    if req.backend == "local":
+        from tools.build import ensure_binaries
+        from tools.versions import DEFAULT_K8S_VERSION
+
+        ensure_binaries(req.k8s_version or DEFAULT_K8S_VERSION)
+    results = req.report_dir / "allure-results"
+    if results.exists():
+        for old in results.iterdir():
+            if old.is_file():
+                old.unlink()
+    results.mkdir(parents=True, exist_ok=True)
+    report.restore_history(req.report_dir)
+    started = time.monotonic()
+    code = subprocess.call(pytest_argv(req), cwd=REPO_ROOT)
+    elapsed = time.monotonic() - started
+    report.write_environment(results, environment(req))
+    report.write_categories(results)
+    rows = report.summarize(results)
+    print(report.format_summary(rows))
+    print(f"suites wall time: {elapsed:.1f}s")
+    report.write_summary_md(req.report_dir, rows)
+    html = report.generate_html(req.report_dir)
+    report.save_history(req.report_dir)
+    print(f"Allure report: {html}\nJUnit XML: {req.report_dir / 'junit.xml'}")
+    return code
+
+
+def environment(req: RunRequest) -> dict[str, str]:
+    from tools.versions import DEFAULT_K8S_VERSION
+
+    env = {
+        "backend": req.backend,
+        "kubernetes": req.k8s_version or (DEFAULT_K8S_VERSION if req.backend == "local" else "cluster's own"),
+        "feature gates": req.feature_gates or ("MutablePVNodeAffinity=true (local default)"
+                                               if req.backend == "local" else "as the cluster has them"),
+        "zones": "zone-a,zone-b,zone-c" if req.backend == "local" else "discovered",
+        "workers": req.workers,
+        "driver profile": req.profile or "none (harness zonal test driver)",
+    }
+    return env
