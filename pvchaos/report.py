@@ -191,10 +191,11 @@ def generate_html(report_dir: Path | str, *, name: str = REPORT_NAME, history_li
         config.write_text(json.dumps(_config(name, history_file, history_limit)))
         cmd = [str(cli), "generate", str(lay.results.resolve()), "--config", str(config),
                "--output", str(staging.resolve())]
-        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
+        # ALLURE_NO_ANALYTICS keeps the Google Analytics tag out of the report page.
+        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0", "ALLURE_NO_ANALYTICS": "true"}
         try:
             proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
-                                  timeout=GENERATE_TIMEOUT_S)
+                                  timeout=GENERATE_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
             raise ReportError(f"allure generate: no answer within {GENERATE_TIMEOUT_S}s") from None
     index = staging / "index.html"

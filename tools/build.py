@@ -61,8 +61,10 @@ class Binaries:
 
 
 def cache_root() -> Path:
-    """Where built binaries live: $PVCHAOS_CACHE, else `.cache/` in the repo (git-ignored)."""
-    return Path(os.environ.get("PVCHAOS_CACHE", REPO_ROOT / ".cache")).resolve()
+    """Where built binaries live: $PVCHAOS_CACHE, else ~/.cache/pvchaos (outside the
+    clone, so a fresh clone on the same machine, as CI uses, reuses them)."""
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pvchaos"
+    return Path(os.environ.get("PVCHAOS_CACHE") or default).resolve()
 
 
 def _log(msg: str) -> None:

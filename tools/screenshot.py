@@ -38,11 +38,11 @@ def find_chromium() -> str | None:
 def _apt_install() -> bool:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     cmd = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
-    if subprocess.run(cmd, env=env, capture_output=True).returncode == 0:
+    if subprocess.run(cmd, env=env, capture_output=True, check=False).returncode == 0:
         return True
     # A fresh machine has no package lists yet: fetch them once and try again.
-    subprocess.run(["apt-get", "update"], env=env, capture_output=True)
-    return subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    subprocess.run(["apt-get", "update"], env=env, capture_output=True, check=False)
+    return subprocess.run(cmd, env=env, capture_output=True, check=False).returncode == 0
 
 
 def ensure_chromium() -> str:
@@ -83,7 +83,7 @@ def screenshot(url_or_path: str | Path, png_path: str | Path, width: int = 1400,
     cmd = [browser, *_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
            f"--screenshot={png}", url]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SHOT_TIMEOUT_S)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SHOT_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         raise ScreenshotError(f"chromium: no screenshot of {url} within {SHOT_TIMEOUT_S}s") from None
     finally:

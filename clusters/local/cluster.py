@@ -14,6 +14,7 @@ import secrets
 import shutil
 import socket
 import ssl
+import subprocess
 import sys
 import time
 import urllib.request
@@ -105,6 +106,7 @@ class LocalCluster:
         self.directory = state_root() / cfg.name
         self.state: ClusterState | None = None
         self.kube: Kube | None = None
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -178,7 +180,8 @@ class LocalCluster:
     def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         assert self.state is not None
         log = self.directory / "logs" / f"{component}.log"
-        _, record = spawn(component, argv, log, env=env, tie_to_parent=not self.detached)
+        proc, record = spawn(component, argv, log, env=env, tie_to_parent=not self.detached)
+        self._procs[component] = proc
         self.state.processes[component] = record
         self.state.save()
 
@@ -191,8 +194,11 @@ class LocalCluster:
         """Ends a readiness wait at once when a component has exited."""
         assert self.state is not None
         for component, rec in self.state.processes.items():
-            if not is_ours(rec, self.state.marker()):
-                return f"{component} exited at start: {log_tail(rec.log)} (log: {rec.log})"
+            proc = self._procs.get(component)
+            code = proc.poll() if proc is not None else None
+            if code is not None or not is_ours(rec, self.state.marker()):
+                how = f"exit code {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
+                return f"{component} exited at start ({how}): {log_tail(rec.log) or '(empty log)'} (log: {rec.log})"
         return None
 
     def _await_http(self, component: str, url: str, token: str | None = None) -> None:
@@ -203,7 +209,7 @@ class LocalCluster:
             poll_until(ok, START_TIMEOUT, f"{component} health at {url}", abort=self._abort_reason)
         except PollTimeout as exc:
             log = self.directory / "logs" / f"{component}.log"
-            raise ClusterError(f"{exc} (log: {log})") from None
+            raise ClusterError(str(exc) if "(log:" in str(exc) else f"{exc} (log: {log})") from None
 
     def _create_nodes(self) -> None:
         assert self.kube is not None

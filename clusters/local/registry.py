@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -129,7 +130,12 @@ def destroy(state: ClusterState) -> None:
     errors = stop_all_processes(state)
     if errors:
         raise RuntimeError(f"cluster {state.name}: " + "; ".join(errors))
-    shutil.rmtree(state.directory, ignore_errors=True)
+    for _ in range(3):  # a process that was exiting may still have been writing
+        shutil.rmtree(state.directory, ignore_errors=True)
+        if not state.directory.exists():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"cluster {state.name}: could not remove {state.directory}")
 
 
 def sweep_orphans() -> list[str]:
