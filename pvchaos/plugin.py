@@ -4,6 +4,7 @@ after every suite test, and evidence attached to Allure only when a test fails."
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,6 +144,15 @@ def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle) -> It
         cleanup.run()
 
 
+@pytest.fixture(scope="session")
+def kubectl() -> Path:
+    """A kubectl built with the default version (what `kubectl patch` tests run)."""
+    from tools.build import ensure_binaries
+    from tools.versions import DEFAULT_K8S_VERSION
+
+    return ensure_binaries(DEFAULT_K8S_VERSION, only=["kubernetes"]).kubectl
+
+
 @pytest.fixture
 def exempt_from_invariants(request: pytest.FixtureRequest) -> set[str]:
     """Pods ("namespace/name") a test knowingly placed against an invariant."""
@@ -158,7 +168,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     ws = item.stash.get(WORKSPACE_KEY, None)
     if outcome.excinfo is not None or ws is None:
         return
-    violations = invariants.check(snapshot.take(ws.kube), item.stash.get(EXEMPT_KEY, set()))
+    exempt = ws.exempt_pods | item.stash.get(EXEMPT_KEY, set())
+    violations = invariants.check(snapshot.take(ws.kube), exempt)
     if violations:
         outcome.force_exception(InvariantViolation(
             "cluster invariants violated after the test:\n" + "\n".join(f"- {v}" for v in violations)))

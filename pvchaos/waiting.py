@@ -170,6 +170,54 @@ def wait_for_event(kube: Kube, obj: Obj, contains: str | tuple[str, ...], reason
         raise WaitTimeout(f"{exc}\nabout:\n{describe(obj, kube)}") from None
 
 
+def holds_for(
+    kube: Kube,
+    kind_name: str,
+    violation: Callable[[State], str | None],
+    seconds: float,
+    what: str,
+    namespace: str | None = None,
+    **selectors: Any,
+) -> State:
+    """Watch for `seconds` and fail at once if `violation` reports one: how a test asserts
+    that something does NOT happen (no eviction, no rebinding) over a bounded window."""
+    deadline = time.monotonic() + seconds
+    k = kind(kind_name)
+    state: State = {}
+    while True:
+        items, rv = list_raw(kube, kind_name, namespace, **selectors)
+        state = {_key(o): o for o in items}
+        if reason := violation(state):
+            raise WaitFailed(f"{what} broke: {reason}\n{_summary(state)}")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return state
+        w = watch.Watch()
+        args = (namespace,) if k.namespaced else ()
+        try:
+            for event in w.stream(k.lister(kube), *args, resource_version=rv, deserialize=False,
+                                  timeout_seconds=max(1, int(remaining + 0.999)), **selectors):
+                obj = event.get("raw_object") or event["object"]
+                if event["type"] == "ERROR":
+                    break
+                obj.setdefault("kind", kind_name)
+                if event["type"] == "DELETED":
+                    state.pop(_key(obj), None)
+                else:
+                    state[_key(obj)] = obj
+                if reason := violation(state):
+                    raise WaitFailed(f"{what} broke after {seconds - (deadline - time.monotonic()):.1f}s: "
+                                     f"{reason}\nlast seen:\n{describe(obj, kube)}")
+                if time.monotonic() >= deadline:
+                    return state
+        except (ApiException, urllib3.exceptions.HTTPError):
+            pass
+        finally:
+            w.stop()
+        if time.monotonic() >= deadline:
+            return state
+
+
 # ---- common conditions -------------------------------------------------------------------
 
 def phase_is(phase: str) -> Callable[[Obj | None], bool]:

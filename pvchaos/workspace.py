@@ -73,6 +73,7 @@ class Workspace:
         self.namespace = naming.unique(test_name)
         self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
         self.cluster_scoped: list[tuple[str, str]] = []
+        self.exempt_pods: set[str] = set()  # "ns/name" of pods that knowingly break invariants
 
     def name(self, hint: str) -> str:
         """A cluster-unique name for a cluster-scoped object (PV, StorageClass)."""

@@ -1,0 +1,66 @@
+"""Node failure and zone outage through the backend's NodeFaults (local: stop the
+node's KWOK controller, so its Lease expires as with a dead kubelet)."""
+
+from __future__ import annotations
+
+import allure
+
+from clusters.backend import ClusterHandle
+from clusters.topology import ZONE_KEY
+from clusters.kube import Kube
+from conformance.types import NodeName, ZoneName
+from pvchaos.cleanup import Cleanup
+from pvchaos.resources import list_raw
+
+
+def _faults(cluster: ClusterHandle):  # type: ignore[no-untyped-def]
+    if cluster.faults is None:
+        raise RuntimeError(f"backend {cluster.backend} cannot fail nodes (no node-failure capability)")
+    return cluster.faults
+
+
+@allure.step("fail node {node}")
+def fail_node(cleanup: Cleanup, cluster: ClusterHandle, node: str) -> NodeName:
+    """Stop the node's heartbeat; its return is registered first."""
+    faults = _faults(cluster)
+    cleanup.push(f"restore node {node}", lambda: faults.start_node(node))
+    faults.stop_node(node)
+    return NodeName(node)
+
+
+@allure.step("restore node {node}")
+def restore_node(cluster: ClusterHandle, node: str) -> NodeName:
+    _faults(cluster).start_node(node)
+    return NodeName(node)
+
+
+def nodes_in_zone(kube: Kube, zone: str) -> list[NodeName]:
+    nodes, _ = list_raw(kube, "Node", label_selector=f"{ZONE_KEY}={zone}")
+    return sorted(NodeName(n["metadata"]["name"]) for n in nodes)
+
+
+@allure.step("take zone {zone} down")
+def zone_outage(cleanup: Cleanup, cluster: ClusterHandle, kube: Kube, zone: str) -> list[NodeName]:
+    """Fail every node of one zone; all returns are registered before the first failure."""
+    nodes = nodes_in_zone(kube, zone)
+    if not nodes:
+        raise ValueError(f"zone {zone!r} has no nodes")
+    faults = _faults(cluster)
+    for n in nodes:
+        cleanup.push(f"restore node {n} (zone {zone})", lambda n=n: faults.start_node(n))
+    failed: list[NodeName] = []
+    errors: list[Exception] = []
+    for n in nodes:
+        try:
+            faults.stop_node(n)
+            failed.append(n)
+        except Exception as exc:  # noqa: BLE001 - partial failure is raised below
+            errors.append(exc)
+    if errors:
+        raise ExceptionGroup(f"zone {zone}: failed {failed}, could not fail the rest", errors)
+    return failed
+
+
+def zones(kube: Kube) -> list[ZoneName]:
+    nodes, _ = list_raw(kube, "Node")
+    return sorted({ZoneName(z) for n in nodes if (z := (n["metadata"].get("labels") or {}).get(ZONE_KEY))})

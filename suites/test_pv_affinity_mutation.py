@@ -1,0 +1,311 @@
+"""Mutable PV nodeAffinity (KEP-5381, gate MutablePVNodeAffinity) as upstream defines it
+(SPEC 1), and not as a widely shared blog post describes it: a mutation changes
+neither the PV's phase nor its claimRef, and evicts nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import allure
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from chaos import pv_affinity as mut
+from clusters.kube import connect
+from clusters.topology import REGION_KEY, ZONE_KEY
+from conformance import messages
+from conformance.affinity import node_matches_pv_affinity
+from pvchaos import builders as b
+from pvchaos import expect as x
+from pvchaos.resources import Obj
+from pvchaos.waiting import holds_for, wait_for_state
+from pvchaos.workspace import Workspace
+
+pytestmark = [allure.epic("PV node affinity mutation (KEP-5381)"), pytest.mark.needs("static-pv", "zones")]
+
+GATE_OFF = pytest.mark.cluster(feature_gates={"MutablePVNodeAffinity": False})
+# The body users copy from the seed article, sent with `kubectl patch pv ... --type merge -p`.
+SEED_PATCH = ('{"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":'
+              '[{"key":"storage","operator":"In","values":["ssd"]}]}]}}}}')
+
+
+def _iso(ws: Workspace) -> dict[str, str]:
+    return {"pvchaos.dev/case": ws.namespace[-20:]}
+
+
+def _bound_pair(ws: Workspace, affinity: Obj, claim: str = "data", capacity: str = "5Gi") -> Obj:
+    """A static Retain PV with `affinity`, bound to claim `claim` through volumeName."""
+    pv = ws.create(b.persistent_volume(ws.name("pv"), capacity, affinity=affinity, labels=_iso(ws)))
+    ws.create(b.persistent_volume_claim(claim, capacity, "", volume_name=pv["metadata"]["name"]))
+    return x.bound_volume(ws, claim)
+
+
+def _zones(ws: Workspace) -> list[str]:
+    return sorted({x.label(n, ZONE_KEY) or "" for n in ws.list("Node")} - {""})
+
+
+def _api_error(call) -> ApiException:  # type: ignore[no-untyped-def]
+    with pytest.raises(ApiException) as info:
+        call()
+    return info.value
+
+
+# ---- gate off ----------------------------------------------------------------------------
+
+@allure.feature("gate off")
+@allure.story("changing an existing nodeAffinity is rejected as immutable")
+@GATE_OFF
+def test_gate_off_rejects_affinity_change(ws: Workspace) -> None:
+    zones = _zones(ws)
+    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=b.zone_affinity(zones[0]), labels=_iso(ws)))
+    err = _api_error(lambda: mut.replace_affinity(ws.kube, pv["metadata"]["name"], b.zone_affinity(zones[1])))
+    x.expect(err.status == 422, f"expected HTTP 422, got {err.status}: {err.body}")
+    x.expect(messages.expected("FIELD_IMMUTABLE", ws.cluster.minor) in (err.body or ""),
+             f"expected 'field is immutable' in: {err.body}")
+    now = ws.get("PersistentVolume", pv["metadata"]["name"]) or {}
+    x.expect(mut.zone_values(now) == {zones[0]}, "the rejected update must leave the affinity as it was", now, ws=ws)
+
+
+@allure.feature("gate off")
+@allure.story("setting affinity on a PV that had none still passes")
+@GATE_OFF
+def test_gate_off_allows_setting_affinity_where_none(ws: Workspace) -> None:
+    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", labels=_iso(ws)))
+    updated = mut.replace_affinity(ws.kube, pv["metadata"]["name"], b.zone_affinity(_zones(ws)[0]))
+    x.expect(mut.zone_values(updated) == {_zones(ws)[0]}, "affinity set on a PV without one", updated, ws=ws)
+
+
+@allure.feature("gate off")
+@allure.story("renaming a beta topology key to its GA key still passes")
+@GATE_OFF
+def test_gate_off_allows_beta_to_ga_key_rename(ws: Workspace) -> None:
+    beta = "failure-domain.beta.kubernetes.io/zone"
+    zone = _zones(ws)[0]
+    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=b.label_affinity(beta, zone), labels=_iso(ws)))
+    updated = mut.replace_affinity(ws.kube, pv["metadata"]["name"], b.zone_affinity(zone))
+    x.expect(mut.zone_values(updated) == {zone}, "beta -> GA key rename is allowed", updated, ws=ws)
+
+
+# ---- gate on -----------------------------------------------------------------------------
+
+@allure.feature("gate on")
+@allure.story("the seed's kubectl merge patch is accepted on a bound PV")
+@pytest.mark.needs("mutable-pv-affinity")
+def test_seed_kubectl_merge_patch_is_accepted(ws: Workspace, kubectl) -> None:  # type: ignore[no-untyped-def]
+    pv = _bound_pair(ws, b.label_affinity("storage", "standard"))
+    done = mut.kubectl_merge_patch(ws.cluster, kubectl, pv["metadata"]["name"], SEED_PATCH)
+    x.expect(done.returncode == 0, f"kubectl patch failed ({done.returncode}): {done.stderr.strip()}")
+    now = ws.get("PersistentVolume", pv["metadata"]["name"]) or {}
+    expr = now["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+    x.expect(expr == {"key": "storage", "operator": "In", "values": ["ssd"]}, "the patched affinity", now, ws=ws)
+
+
+@allure.feature("gate on")
+@allure.story("a Bound PV stays Bound to the same claim: the 'turns Available and is rebound' claim is false")
+@pytest.mark.needs("mutable-pv-affinity")
+def test_mutation_keeps_pv_bound_refuting_available_and_rebind_claim(ws: Workspace) -> None:
+    zones = _zones(ws)
+    pv = _bound_pair(ws, b.zone_affinity(zones[0]))
+    name = pv["metadata"]["name"]
+    ref_before = pv["spec"]["claimRef"]
+    ws.create(b.pod("app", ("data",)))
+    running = x.pod_runs(ws, "app")
+
+    mut.allow_zones(ws.kube, name, zones[1])  # exclude the zone the pod runs in
+
+    def changed(state: dict[str, Obj]) -> str | None:
+        now = state.get(name)
+        if now is None:
+            return "the PV disappeared"
+        if now.get("status", {}).get("phase") != "Bound":
+            return f"PV phase became {now.get('status', {}).get('phase')}"
+        ref = now["spec"].get("claimRef") or {}
+        if (ref.get("uid"), ref.get("name")) != (ref_before.get("uid"), ref_before.get("name")):
+            return f"claimRef changed from {ref_before} to {ref}"
+        return None
+
+    with allure.step("for 8 s after the mutation the PV stays Bound with the same claimRef"):
+        holds_for(ws.kube, "PersistentVolume", changed, 8, f"PV {name} Bound to {ref_before['name']}",
+                  field_selector=f"metadata.name={name}")
+    pvc = ws.get("PersistentVolumeClaim", "data") or {}
+    x.expect(pvc.get("status", {}).get("phase") == "Bound" and pvc["spec"]["volumeName"] == name,
+             "the claim stays Bound to the same PV", pvc, ws=ws)
+    pod = ws.get("Pod", "app") or {}
+    x.expect(pod.get("metadata", {}).get("uid") == running["metadata"]["uid"]
+             and not pod["metadata"].get("deletionTimestamp") and pod.get("status", {}).get("phase") == "Running",
+             "the running pod, now outside the PV's affinity, is neither evicted nor restarted", pod, ws=ws)
+    _exempt(ws, "app")  # it knowingly violates the new affinity: IgnoredDuringExecution
+
+
+def _exempt(ws: Workspace, *pods: str) -> None:
+    ws.exempt_pods.update(f"{ws.namespace}/{p}" for p in pods)
+
+
+@allure.feature("gate on")
+@allure.story("relaxing (add a zone) lets a pending pod schedule without being recreated")
+@pytest.mark.needs("mutable-pv-affinity")
+def test_relax_add_zone_schedules_pending_pod(ws: Workspace) -> None:
+    zones = _zones(ws)
+    pv = _bound_pair(ws, b.zone_affinity(zones[0]))
+    ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[1]}))
+    x.pod_unschedulable(ws, "app", "NODE_AFFINITY_CONFLICT")
+    uid = (ws.get("Pod", "app") or {})["metadata"]["uid"]
+    mut.allow_zones(ws.kube, pv["metadata"]["name"], zones[0], zones[1])
+    pod = x.pod_runs(ws, "app")
+    x.expect(pod["metadata"]["uid"] == uid, "the same pod object is scheduled, not a new one", pod, ws=ws)
+    node = x.node_of(ws, "app")
+    x.expect(x.label(node, ZONE_KEY) == zones[1], f"the pod runs in the newly allowed {zones[1]}", node, ws=ws)
+
+
+@allure.feature("gate on")
+@allure.story("relaxing zone to region lets a pending pod schedule")
+@pytest.mark.needs("mutable-pv-affinity")
+def test_relax_zone_to_region_schedules_pending_pod(ws: Workspace) -> None:
+    zones = _zones(ws)
+    pv = _bound_pair(ws, b.zone_affinity(zones[0]))
+    ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[-1]}))
+    x.pod_unschedulable(ws, "app", "NODE_AFFINITY_CONFLICT")
+    region = x.label(ws.list("Node")[0], REGION_KEY) or ""
+    mut.relax_to_region(ws.kube, pv["metadata"]["name"], region)
+    x.pod_runs(ws, "app")
+
+
+@allure.feature("gate on")
+@allure.story("tightening: the scheduler-cache race is measured, then new pods follow the new affinity")
+@pytest.mark.needs("mutable-pv-affinity")
+def test_tightening_race_is_measured(ws: Workspace) -> None:
+    """Pods arrive at a steady rate from before the update until well after it; a watch
+    records when each is placed. Placements after the update on nodes the new affinity
+    excludes are the race; its window is the update-to-last-violation time."""
+    zones = _zones(ws)
+    pv = _bound_pair(ws, b.zone_affinity(*zones))
+    name = pv["metadata"]["name"]
+    keep = zones[0]
+    before, after, interval = 0.5, 2.5, 0.025
+    placed = PlacementRecorder(ws)
+    with placed:
+        t0 = time.monotonic()
+        updated_at: float | None = None
+        i = 0
+        while time.monotonic() - t0 < before + after:
+            if updated_at is None and time.monotonic() - t0 >= before:
+                mut.allow_zones(ws.kube, name, keep)
+                updated_at = time.monotonic()
+            ws.create(b.pod(f"p{i:03d}", ("data",)))
+            i += 1
+            time.sleep(interval)  # a steady arrival rate is the point of the measurement
+        total = i
+        wait_for_state(ws.kube, "Pod", lambda st: True if placed.count() >= total or _all_decided(st, total) else None,
+                       f"all {total} pods scheduled or unschedulable", ws.namespace, 90)
+    assert updated_at is not None
+    new_pv = ws.get("PersistentVolume", name) or {}
+    nodes = {n["metadata"]["name"]: n for n in ws.list("Node")}
+    after_update = {p: (t - updated_at, node) for p, (t, node) in placed.seen.items() if t >= updated_at}
+    violators = sorted(p for p, (_, node) in after_update.items() if not node_matches_pv_affinity(nodes[node], new_pv))
+    window = max((after_update[p][0] for p in violators), default=0.0)
+    allure.dynamic.parameter("race window seconds", f"{window:.3f}")
+    allure.dynamic.parameter("pods placed against the new affinity", f"{len(violators)}/{len(after_update)}")
+    print(f"tightening race: {len(violators)} of {len(after_update)} pods placed after the update landed outside "
+          f"{keep}; window {window * 1000:.0f} ms")
+    _exempt(ws, *(p for p, (_, node) in placed.seen.items() if not node_matches_pv_affinity(nodes[node], new_pv)))
+    settled = [p for p, (t, _) in after_update.items() if t > window + 0.5]
+    x.expect(len(settled) >= 10, f"enough pods arrived after the race to judge the steady state: {len(settled)}")
+    late_bad = [p for p in settled if p in violators]
+    x.expect(not late_bad, f"once the scheduler caught up, pods must follow the new affinity: {late_bad}")
+
+
+class PlacementRecorder:
+    """Watches the workspace's pods on a thread and records when each got a node."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.seen: dict[str, tuple[float, str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def count(self) -> int:
+        return len(self.seen)
+
+    def _run(self) -> None:
+        from kubernetes import watch
+
+        kube = connect(self.ws.cluster.kubeconfig, self.ws.cluster.context)
+        try:
+            while not self._stop.is_set():
+                w = watch.Watch()
+                for ev in w.stream(kube.core.list_namespaced_pod, self.ws.namespace, deserialize=False,
+                                   timeout_seconds=5):
+                    obj = ev.get("raw_object") or ev["object"]
+                    node = (obj.get("spec") or {}).get("nodeName")
+                    name = (obj.get("metadata") or {}).get("name")
+                    if node and name and name not in self.seen:
+                        self.seen[name] = (time.monotonic(), node)
+                    if self._stop.is_set():
+                        w.stop()
+        finally:
+            kube.api.close()
+
+    def __enter__(self) -> PlacementRecorder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def _all_decided(state: dict[str, Obj], total: int) -> bool:
+    return len(state) >= total and all(o.get("spec", {}).get("nodeName") or _unschedulable(o) for o in state.values())
+
+
+def _unschedulable(pod: Obj) -> bool:
+    return any(c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+@allure.feature("gate on")
+@allure.story("validation still applies")
+@pytest.mark.needs("mutable-pv-affinity")
+@pytest.mark.parametrize("affinity,key", [({}, "AFFINITY_REQUIRED_EMPTY"),
+                                          ({"required": {"nodeSelectorTerms": []}}, "AFFINITY_TERMS_EMPTY")],
+                         ids=["empty-affinity", "empty-terms"])
+def test_gate_on_still_validates(ws: Workspace, affinity: Obj, key: str) -> None:
+    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=b.zone_affinity(_zones(ws)[0]),
+                                       labels=_iso(ws)))
+    name = pv["metadata"]["name"]
+    x.volume_phase(ws, name, "Available")
+    pv = ws.get("PersistentVolume", name) or {}
+    # A merge patch cannot empty a map (it merges); replace the whole spec.nodeAffinity.
+    err = _api_error(lambda: ws.kube.core.replace_persistent_volume(
+        name, {**pv, "spec": {**pv["spec"], "nodeAffinity": affinity}}, _preload_content=False))
+    x.expect(err.status == 422 and messages.expected(key, ws.cluster.minor) in (err.body or ""),
+             f"expected 422 with {messages.expected(key, ws.cluster.minor)!r}, got {err.status}: {err.body}")
+
+
+@allure.feature("gate on")
+@allure.story("the seed's Retain workflow: Released until claimRef is cleared")
+@pytest.mark.needs("mutable-pv-affinity")
+def test_retain_workflow_after_mutation(ws: Workspace, kubectl) -> None:  # type: ignore[no-untyped-def]
+    pv = _bound_pair(ws, b.label_affinity("storage", "standard"))
+    name = pv["metadata"]["name"]
+    done = mut.kubectl_merge_patch(ws.cluster, kubectl, name, SEED_PATCH)
+    x.expect(done.returncode == 0, f"kubectl patch failed: {done.stderr.strip()}")
+    ws.delete("PersistentVolumeClaim", "data")
+    released = x.volume_phase(ws, name, "Released")
+    x.expect(bool(released["spec"].get("claimRef")), "Released keeps the old claimRef", released, ws=ws)
+    ws.create(b.persistent_volume_claim("data", "5Gi", "", volume_name=name))
+    x.event(ws, "PersistentVolumeClaim", "data", "PV_BOUND_ELSEWHERE", volume=name)
+    still = ws.get("PersistentVolumeClaim", "data") or {}
+    x.expect(still.get("status", {}).get("phase") == "Pending", "the new claim waits while claimRef is set",
+             still, ws=ws)
+    ws.patch("PersistentVolume", name, {"spec": {"claimRef": None}})
+    bound = x.bound_volume(ws, "data")
+    x.expect(bound["metadata"]["name"] == name and mut.zone_values(bound) == set()
+             and bound["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+             == ["ssd"], "the recreated claim binds the PV, which keeps its new affinity", bound, ws=ws)
+    ws.create(b.pod("app", ("data",)))
+    x.pod_runs(ws, "app")
+    node = x.node_of(ws, "app")
+    x.expect(x.label(node, "storage") == "ssd", "a new pod follows the new affinity (storage=ssd)", node, ws=ws)
+

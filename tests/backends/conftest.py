@@ -1,0 +1,162 @@
+"""Fixtures for backend tests: recording stand-ins for `kind` and `docker`, kind's own
+config checker built from Go, and a cluster the harness treats as foreign."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from clusters.backend import ClusterError
+from clusters.kind import KIND_VERSION
+from clusters.kube import connect
+from tools.build import REPO_ROOT, cache_root
+
+DEV_KUBECONFIG = REPO_ROOT / ".cache" / "clusters" / "dev" / "kubeconfig"
+
+# A stand-in executable: appends its argv (as JSON) to $FAKE_LOG, then behaves as the
+# environment says: FAKE_<TOOL>_<SUBCOMMAND>_RC / _OUT / _ERR, e.g. FAKE_DOCKER_INFO_RC=1.
+FAKE = '''#!{python}
+import json, os, sys
+tool = os.path.basename(sys.argv[0])
+with open(os.environ["FAKE_LOG"], "a") as f:
+    f.write(json.dumps([tool, *sys.argv[1:]]) + "\\n")
+sub = (sys.argv[1] if len(sys.argv) > 1 else "").replace("-", "_").upper()
+key = f"FAKE_{{tool.upper()}}_{{sub}}"
+sys.stdout.write(os.environ.get(key + "_OUT", ""))
+sys.stderr.write(os.environ.get(key + "_ERR", ""))
+sys.exit(int(os.environ.get(key + "_RC", "0")))
+'''
+
+
+@dataclass
+class Recorder:
+    """Fake tools on PATH and the commands they were called with."""
+
+    bin_dir: Path
+    log: Path
+    monkeypatch: pytest.MonkeyPatch
+
+    def calls(self) -> list[list[str]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def set(self, tool: str, sub: str, rc: int = 0, out: str = "", err: str = "") -> None:
+        key = f"FAKE_{tool.upper()}_{sub.replace('-', '_').upper()}"
+        self.monkeypatch.setenv(key + "_RC", str(rc))
+        self.monkeypatch.setenv(key + "_OUT", out)
+        self.monkeypatch.setenv(key + "_ERR", err)
+
+    def remove(self, tool: str) -> None:
+        (self.bin_dir / tool).unlink()
+
+
+@pytest.fixture
+def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    """`kind` and `docker` stand-ins as the only things on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("kind", "docker"):
+        exe = bin_dir / tool
+        exe.write_text(FAKE.format(python=sys.executable))
+        exe.chmod(0o755)
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    return Recorder(bin_dir, log, monkeypatch)
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("no Go toolchain on PATH: kind's own config checks need it")
+    return go
+
+
+def _go_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, CGO_ENABLED="0", **extra)
+    env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -mod=mod -buildvcs=false").strip()
+    return env
+
+
+@pytest.fixture(scope="session")
+def kindcheck(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tools/kindcheck built from source: kind v0.33.0's loader, validator and patcher."""
+    go = _go()
+    out = tmp_path_factory.mktemp("kindcheck") / "kindcheck"
+    proc = subprocess.run([go, "build", "-o", str(out), "."], cwd=REPO_ROOT / "tools" / "kindcheck",
+                          env=_go_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"building tools/kindcheck failed: {proc.stderr[-2000:]}"
+    return out
+
+
+@pytest.fixture(scope="session")
+def kind_binary() -> Path:
+    """The real kind CLI, `go install`ed once into the cache."""
+    target = cache_root() / "bin" / f"kind-{KIND_VERSION}" / "kind"
+    if not target.exists():
+        go = _go()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run([go, "install", f"sigs.k8s.io/kind@{KIND_VERSION}"], cwd=target.parent,
+                              env=_go_env(GOBIN=str(target.parent)), capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, f"go install sigs.k8s.io/kind@{KIND_VERSION} failed: {proc.stderr[-2000:]}"
+    return target
+
+
+@pytest.fixture(scope="session")
+def foreign_kubeconfig() -> Path:
+    """The running dev cluster, reached as a cluster the harness did not create."""
+    if not DEV_KUBECONFIG.exists():
+        pytest.skip(f"no running local cluster at {DEV_KUBECONFIG}")
+    # The dev cluster is shared and sometimes restarted: wait until its nodes are back.
+    deadline, seen = time.monotonic() + 60, "never answered"
+    while time.monotonic() < deadline:
+        try:
+            kube = connect(DEV_KUBECONFIG, timeout=5)
+            try:
+                nodes = kube.core.list_node(_request_timeout=5).items
+            finally:
+                kube.api.close()
+            zones = {(n.metadata.labels or {}).get("topology.kubernetes.io/zone") for n in nodes} - {None}
+            ready = [n for n in nodes for c in n.status.conditions or [] if c.type == "Ready" and c.status == "True"]
+            if len(zones) >= 2 and nodes and len(ready) == len(nodes):
+                return DEV_KUBECONFIG
+            seen = f"{len(ready)}/{len(nodes)} nodes Ready in {len(zones)} zones"
+        except Exception as exc:  # noqa: BLE001 - reported in the skip
+            seen = type(exc).__name__
+        time.sleep(1)
+    pytest.skip(f"the local cluster at {DEV_KUBECONFIG} is not ready: {seen}")
+
+
+@pytest.fixture(scope="module")
+def gate_off_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A private one-node local cluster with MutablePVNodeAffinity off, for the gate-off
+    probe and for sweeping (nothing else runs on it, so exact assertions are safe)."""
+    from clusters.local.cluster import LocalCluster
+    from clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig
+    from clusters.topology import Topology
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PVCHAOS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    cluster = LocalCluster(LocalClusterConfig(
+        name="gateoff", feature_gates={MUTABLE_PV_GATE: False}, provisioner=False,
+        topology=Topology(zones=("zone-a",), nodes_per_zone=1)))
+    try:
+        handle = cluster.up()
+    except ClusterError as exc:
+        mp.undo()
+        pytest.skip(f"cannot start a local cluster here: {exc}")
+    try:
+        yield handle.kubeconfig
+    finally:
+        cluster.down()
+        mp.undo()
