@@ -45,20 +45,26 @@ def zone_outage(cleanup: Cleanup, cluster: ClusterHandle, kube: Kube, zone: str)
     nodes = nodes_in_zone(kube, zone)
     if not nodes:
         raise ValueError(f"zone {zone!r} has no nodes")
+    return fail_nodes(cleanup, cluster, nodes, f"zone {zone}")
+
+
+@allure.step("fail nodes {nodes} at once")
+def fail_nodes(cleanup: Cleanup, cluster: ClusterHandle, nodes: list[NodeName], what: str = "outage") -> list[NodeName]:
+    """Fail several nodes at the same instant; every return is registered first."""
     faults = _faults(cluster)
     for n in nodes:
-        cleanup.push(f"restore node {n} (zone {zone})", lambda n=n: faults.start_node(n))
-    failed: list[NodeName] = []
-    errors: list[Exception] = []
-    for n in nodes:
-        try:
-            faults.stop_node(n)
-            failed.append(n)
-        except Exception as exc:  # noqa: BLE001 - partial failure is raised below
-            errors.append(exc)
-    if errors:
-        raise ExceptionGroup(f"zone {zone}: failed {failed}, could not fail the rest", errors)
-    return failed
+        cleanup.push(f"restore node {n} ({what})", lambda n=n: faults.start_node(n))
+    faults.stop_nodes(list(nodes))
+    still_up = [n for n in nodes if not faults.node_stopped(n)]
+    if still_up:
+        raise RuntimeError(f"{what}: nodes {still_up} could not be failed")
+    return list(nodes)
+
+
+@allure.step("take every zone down")
+def cluster_outage(cleanup: Cleanup, cluster: ClusterHandle, kube: Kube) -> list[NodeName]:
+    nodes, _ = list_raw(kube, "Node")
+    return fail_nodes(cleanup, cluster, sorted(NodeName(n["metadata"]["name"]) for n in nodes), "every zone")
 
 
 def zones(kube: Kube) -> list[ZoneName]:

@@ -220,6 +220,11 @@ class KindFaults:
         """Freeze the node container: kubelet and runtime stop, nothing is deleted."""
         self._docker("pause", self._node(node))
 
+    def stop_nodes(self, nodes: list[str]) -> None:
+        """One `docker pause` for all: the containers freeze together."""
+        if nodes:
+            self._docker("pause", *(self._node(n) for n in nodes))
+
     def start_node(self, node: str) -> None:
         if self.node_stopped(node):
             self._docker("unpause", self._node(node))

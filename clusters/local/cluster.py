@@ -28,7 +28,7 @@ from clusters.backend import Capability, ClusterError, ClusterHandle
 from clusters.kube import Kube, connect
 from clusters.local import config as flags
 from clusters.local.config import LocalClusterConfig
-from clusters.local.processes import ProcessRecord, is_ours, log_tail, spawn, stop
+from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, spawn, stop
 from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
 from pvchaos.polling import PollTimeout, poll_until
 from tools.build import Binaries, BuildError, ensure_binaries
@@ -292,9 +292,13 @@ class LocalCluster:
         return self.state.processes[component]
 
     def stop_node(self, node: str) -> None:
-        """Stop the node's KWOK controller: its Lease stops being renewed, as with a dead kubelet."""
+        """Kill the node's KWOK controller: its Lease stops being renewed, as with a dead kubelet."""
+        self.stop_nodes([node])
+
+    def stop_nodes(self, nodes: list[str]) -> None:
+        """Kill several nodes' controllers at the same instant (a zone or cluster outage)."""
         assert self.state is not None
-        stop(self._record(f"kwok-{node}"), self.state.marker(), grace=0.5)
+        kill_all([self._record(f"kwok-{n}") for n in nodes], self.state.marker())
 
     def start_node(self, node: str) -> None:
         names = [n.name for n in self.cfg.topology.nodes()]

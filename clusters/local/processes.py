@@ -97,6 +97,24 @@ def stop(record: ProcessRecord, marker: str, grace: float = 5.0) -> None:
     raise RuntimeError(f"{record.component} (pid {record.pid}) survived SIGKILL")
 
 
+def kill_all(records: list[ProcessRecord], marker: str, timeout: float = 5.0) -> None:
+    """SIGKILL several processes at the same instant (a power cut), then wait for all."""
+    live = [r for r in records if is_ours(r, marker)]
+    for r in live:
+        try:
+            os.kill(r.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while live and time.monotonic() < deadline:
+        for r in live:
+            _reap(r.pid)
+        live = [r for r in live if is_ours(r, marker)]
+        time.sleep(0.02)
+    if live:
+        raise RuntimeError(f"{[r.component for r in live]} survived SIGKILL")
+
+
 def _reap(pid: int) -> None:
     try:
         os.waitpid(pid, os.WNOHANG)
