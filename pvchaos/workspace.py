@@ -75,6 +75,11 @@ class Workspace:
         self.cluster_scoped: list[tuple[str, str]] = []
         self.exempt_pods: set[str] = set()  # "ns/name" of pods that knowingly break invariants
 
+    @property
+    def case_labels(self) -> dict[str, str]:
+        """A label unique to this test, to keep class-less PVs of parallel tests apart."""
+        return {"pvchaos.dev/case": self.namespace[-20:].strip("-.")}
+
     def name(self, hint: str) -> str:
         """A cluster-unique name for a cluster-scoped object (PV, StorageClass)."""
         return naming.unique(hint)

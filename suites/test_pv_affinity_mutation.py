@@ -31,7 +31,7 @@ SEED_PATCH = ('{"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"match
 
 
 def _iso(ws: Workspace) -> dict[str, str]:
-    return {"pvchaos.dev/case": ws.namespace[-20:]}
+    return ws.case_labels
 
 
 def _bound_pair(ws: Workspace, affinity: Obj, claim: str = "data", capacity: str = "5Gi") -> Obj:

@@ -28,7 +28,7 @@ def test_delete_policy_removes_volume(ws: Workspace) -> None:
 @allure.story("Retain keeps the PV Released with its claimRef until the claimRef is cleared")
 @pytest.mark.needs("static-pv")
 def test_retain_policy_released_until_claim_ref_cleared(ws: Workspace) -> None:
-    iso = {"pvchaos.dev/case": ws.namespace[-20:]}
+    iso = ws.case_labels
     pv = ws.create(b.persistent_volume(ws.name("retained"), "5Gi", labels=iso, reclaim="Retain"))
     name = pv["metadata"]["name"]
     ws.create(b.persistent_volume_claim("first", "5Gi", "", selector={"matchLabels": iso}))

@@ -79,7 +79,7 @@ CASES = [
 
 def _isolating_label(ws: Workspace) -> dict[str, str]:
     """Class-less PVs are visible to every claim; a per-test label keeps cases apart."""
-    return {"pvchaos.dev/case": ws.namespace[-20:]}
+    return ws.case_labels
 
 
 def _make(ws: Workspace, case: Case) -> tuple[dict[str, dict], dict]:
