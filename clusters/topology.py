@@ -6,6 +6,7 @@ compare it with what an existing cluster has.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,8 @@ REGION_KEY = "topology.kubernetes.io/region"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 OWNER_LABEL = "pvchaos.dev/owned"
+
+_ZONE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 
 DEFAULT_ALLOCATABLE: dict[str, str] = {
     "cpu": "32",
@@ -70,6 +73,10 @@ class Topology:
             raise ValueError("topology: at least one zone is needed")
         if len(set(self.zones)) != len(self.zones):
             raise ValueError(f"topology: zone names repeat: {list(self.zones)}")
+        bad = [z for z in self.zones if not _ZONE_NAME.match(z)]
+        if bad:
+            raise ValueError(f"topology: zone names {bad} must be lowercase letters, digits and '-' "
+                             "(they become node names and label values)")
         if self.nodes_per_zone < 1:
             raise ValueError(f"topology: nodes_per_zone must be >= 1, got {self.nodes_per_zone}")
 

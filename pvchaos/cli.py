@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (ClusterError, BuildError, ValueError) as exc:
+    except (ClusterError, BuildError, ValueError, RuntimeError) as exc:
         print(f"pvchaos: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

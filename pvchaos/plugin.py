@@ -72,6 +72,11 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @pytest.fixture(scope="session")
 def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
     pool = ClusterPool(_options(pytestconfig))
+    if pool.options.backend == "local":
+        from clusters.local.registry import sweep_orphans
+
+        for name in sweep_orphans():  # clusters of runs that were killed without teardown
+            print(f"[pvchaos] removed orphaned cluster {name}")
     try:
         yield pool
     finally:

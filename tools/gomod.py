@@ -11,10 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_REPLACE_BLOCK = re.compile(r"^replace \($(.*?)^\)", re.M | re.S)
-_REPLACE_LINE = re.compile(r"^replace\s+(\S+)\s+=>\s+(\S+)(?:\s+(\S+))?\s*$", re.M)
+_BLOCK = r"^{kw} \($(.*?)^\)"
 _GO_LINE = re.compile(r"^go\s+(\S+)\s*$", re.M)
-_GODEBUG_LINE = re.compile(r"^godebug\s+.*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -23,36 +21,47 @@ class UpstreamMod:
 
     go_version: str
     godebug_lines: tuple[str, ...]
-    local_replaces: tuple[str, ...]  # module paths replaced by ./staging/... directories
-    other_replaces: tuple[str, ...]  # full `old => new version` lines kept as they are
+    local_replaces: tuple[str, ...]  # module paths replaced by sibling directories (staging)
+    other_replaces: tuple[str, ...]  # full `old [v] => new v` lines kept as they are
+
+
+def _directive_lines(text: str, keyword: str) -> list[str]:
+    """The bodies of `keyword ( ... )` blocks and of single-line `keyword ...`, comments removed."""
+    body: list[str] = []
+    for block in re.findall(_BLOCK.format(kw=keyword), text, re.M | re.S):
+        body += [ln.split("//", 1)[0].strip() for ln in block.splitlines()]
+    for m in re.finditer(rf"^{keyword}\s+([^(\s].*)$", text, re.M):
+        body.append(m.group(1).split("//", 1)[0].strip())
+    return [ln for ln in body if ln]
 
 
 def parse_upstream_mod(text: str) -> UpstreamMod:
-    """Read the go line, godebug lines and replace directives of a go.mod."""
+    """Read the go line, godebug settings and replace directives of a go.mod.
+
+    A replace pointing at a directory is a sibling module of the same release (staging),
+    except upstream's guards against forbidden dependencies (`./FORBIDDEN_DEPENDENCY`),
+    which exist only to fail a build and are dropped.
+    """
     go_match = _GO_LINE.search(text)
     if not go_match:
         raise ValueError("go.mod has no 'go' line")
-    entries: list[tuple[str, str, str | None]] = []
-    for block in _REPLACE_BLOCK.findall(text):
-        for raw in block.splitlines():
-            line = raw.split("//", 1)[0].strip()
-            if not line:
-                continue
-            parts = line.split()
-            if len(parts) >= 3 and parts[1] == "=>":
-                entries.append((parts[0], parts[2], parts[3] if len(parts) > 3 else None))
-    for m in _REPLACE_LINE.finditer(text):
-        entries.append((m.group(1), m.group(2), m.group(3)))
-    local = tuple(old for old, new, _ in entries if new.startswith("./") or new.startswith("../"))
-    other = tuple(
-        f"{old} => {new} {ver}" for old, new, ver in entries if ver and not new.startswith(".")
-    )
-    return UpstreamMod(
-        go_version=go_match.group(1),
-        godebug_lines=tuple(_GODEBUG_LINE.findall(text)),
-        local_replaces=local,
-        other_replaces=other,
-    )
+    local: list[str] = []
+    other: list[str] = []
+    for line in _directive_lines(text, "replace"):
+        left, sep, right = line.partition("=>")
+        if not sep:
+            continue
+        old, new = left.split(), right.split()
+        if not old or not new:
+            continue
+        if new[0].startswith((".", "/")):
+            if "FORBIDDEN" not in new[0] and len(old) == 1:
+                local.append(old[0])
+            continue
+        other.append(f"{' '.join(old)} => {' '.join(new)}")
+    godebug = tuple(f"godebug {ln}" for ln in _directive_lines(text, "godebug"))
+    return UpstreamMod(go_version=go_match.group(1), godebug_lines=godebug,
+                       local_replaces=tuple(local), other_replaces=tuple(other))
 
 
 def staging_version(k8s_version: str) -> str:

@@ -28,10 +28,10 @@ from clusters.backend import Capability, ClusterError, ClusterHandle
 from clusters.kube import Kube, connect
 from clusters.local import config as flags
 from clusters.local.config import LocalClusterConfig
-from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, spawn, stop
+from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, process_start_time, spawn, stop
 from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
 from pvchaos.polling import PollTimeout, poll_until
-from tools.build import Binaries, BuildError, ensure_binaries
+from tools.build import Binaries, BuildError, cache_root, ensure_binaries
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
 ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
@@ -135,6 +135,7 @@ class LocalCluster:
             self.state = ClusterState(
                 name=self.cfg.name, directory=self.directory, owner_pid=os.getpid(),
                 k8s_version=self.cfg.k8s_version, detached=self.detached,
+                owner_started=process_start_time(os.getpid()),
                 ports={"etcd": etcd_c, "etcd-peer": etcd_p, "apiserver": api,
                        "controller-manager": kcm, "scheduler": sched},
                 settings={"config": _jsonable(asdict(self.cfg))},
@@ -143,10 +144,13 @@ class LocalCluster:
         try:
             self._start(bins)
         except BaseException as exc:
+            kept = self._keep_logs()
             self.down()
-            if isinstance(exc, (ClusterError, KeyboardInterrupt)):
+            if isinstance(exc, KeyboardInterrupt):
                 raise
-            raise ClusterError(f"cluster {self.cfg.name}: {type(exc).__name__}: {exc}") from exc
+            text = str(exc) if isinstance(exc, ClusterError) else f"cluster {self.cfg.name}: {type(exc).__name__}: {exc}"
+            text = text.replace(str(self.directory / "logs"), str(kept)) if kept else text
+            raise ClusterError(text.splitlines()[0] if text else "cluster start failed") from None
         _log(f"cluster {self.cfg.name} ready in {time.monotonic() - started:.1f}s "
              f"({self.cfg.topology.node_count} nodes, {self.cfg.k8s_version})")
         return self.handle()
@@ -176,6 +180,20 @@ class LocalCluster:
         self._await_http("kube-controller-manager", f"https://127.0.0.1:{ports['controller-manager']}/healthz")
         self._await_http("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
         self._await_nodes_ready()
+
+    def _keep_logs(self) -> Path | None:
+        """Copy the logs of a failed start where the error message can point (the cluster
+        directory itself is removed); only the newest few are kept."""
+        src = self.directory / "logs"
+        if not src.is_dir():
+            return None
+        root = cache_root() / "failed-starts"
+        dest = root / self.cfg.name
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(src, dest)
+        for old in sorted(root.iterdir(), key=lambda p: p.stat().st_mtime)[:-5]:
+            shutil.rmtree(old, ignore_errors=True)
+        return dest
 
     def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         assert self.state is not None
@@ -232,10 +250,12 @@ class LocalCluster:
         kube = self.kube
 
         def all_ready() -> bool | None:
+            """Ready, and the lifecycle controller has lifted its not-ready taint."""
             ready = set()
             for n in kube.core.list_node().items:
+                tainted = any(t.key == "node.kubernetes.io/not-ready" for t in n.spec.taints or [])
                 for c in n.status.conditions or []:
-                    if c.type == "Ready" and c.status == "True":
+                    if c.type == "Ready" and c.status == "True" and not tainted:
                         ready.add(n.metadata.name)
             return True if want <= ready else None
 

@@ -2,7 +2,9 @@
 
 Each process runs in its own session (so a terminal's Ctrl-C reaches only the harness,
 which then tears down in order) and can be tied to its owner's life with
-PR_SET_PDEATHSIG, so even a SIGKILLed test run leaves no control plane behind.
+PR_SET_PDEATHSIG, so even a SIGKILLed test run leaves no control plane behind. The
+death signal fires when the *thread* that spawned the process exits, so clusters are
+started from the main thread (pytest runs fixtures there).
 A pid is only signalled after /proc confirms its command line still names the
 cluster's directory, so a recycled pid is never hit.
 """
@@ -42,7 +44,7 @@ def _die_with_parent() -> Callable[[], None]:
     libc = ctypes.CDLL(None, use_errno=True)
 
     def prctl() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # data is disposable: die fast
 
     return prctl
 
@@ -65,6 +67,15 @@ def spawn(component: str, argv: list[str], log: Path, env: dict[str, str] | None
     finally:
         out.close()
     return proc, ProcessRecord(component, proc.pid, tuple(argv), str(log))
+
+
+def process_start_time(pid: int) -> int | None:
+    """Clock ticks since boot at which `pid` started: with the pid, a unique identity."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def is_ours(record: ProcessRecord, marker: str) -> bool:

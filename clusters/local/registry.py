@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusters.local.processes import ProcessRecord, is_ours, stop
+from clusters.local.processes import ProcessRecord, is_ours, process_start_time, stop
 from tools.build import cache_root
 
 
@@ -52,6 +52,7 @@ class ClusterState:
     processes: dict[str, ProcessRecord] = field(default_factory=dict)
     detached: bool = False  # started by `pvchaos cluster up`: outlives its owner
     settings: dict[str, Any] = field(default_factory=dict)
+    owner_started: int | None = None  # start time of owner_pid, so a reused pid is not mistaken for it
 
     @property
     def path(self) -> Path:
@@ -65,6 +66,7 @@ class ClusterState:
             "ports": self.ports,
             "detached": self.detached,
             "settings": self.settings,
+            "owner_started": self.owner_started,
             "processes": {k: v.to_json() for k, v in self.processes.items()},
         }
         tmp = self.path.with_suffix(".tmp")
@@ -83,6 +85,7 @@ class ClusterState:
             processes={k: ProcessRecord.from_json(v) for k, v in data.get("processes", {}).items()},
             detached=bool(data.get("detached")),
             settings=data.get("settings", {}),
+            owner_started=data.get("owner_started"),
         )
 
     def marker(self) -> str:
@@ -93,13 +96,16 @@ class ClusterState:
         return [c for c, rec in self.processes.items() if is_ours(rec, self.marker())]
 
     def owner_alive(self) -> bool:
-        try:
-            os.kill(self.owner_pid, 0)
-        except ProcessLookupError:
+        """The owner runs if its pid exists with the same start time and is not a zombie."""
+        started = process_start_time(self.owner_pid)
+        if started is None:
             return False
-        except PermissionError:
-            return True
-        return True
+        if self.owner_started is not None and started != self.owner_started:
+            return False
+        try:
+            return ") Z " not in Path(f"/proc/{self.owner_pid}/stat").read_text()
+        except OSError:
+            return False
 
 
 def list_clusters() -> list[ClusterState]:
