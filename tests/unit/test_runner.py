@@ -1,0 +1,71 @@
+"""`pvchaos run` input checks and the pytest command line it builds (no cluster needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pvchaos import runner
+from pvchaos.runner import RunRequest, UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_known_suites_are_the_suite_files() -> None:
+    names = runner.known_suites()
+    assert "static_binding" in names and "pv_affinity_mutation" in names
+    assert all((ROOT / "suites" / f"test_{n}.py").is_file() for n in names)
+
+
+def test_unknown_suite_is_one_line_naming_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        runner.validate(RunRequest(suites=("static_bindng",), report_dir=tmp_path))
+    text = str(err.value)
+    assert "static_bindng" in text and "static_binding" in text and "\n" not in text
+
+
+def test_unwritable_report_dir(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UsageError, match="--report-dir"):
+        runner.validate(RunRequest(report_dir=blocker / "reports"))
+
+
+def test_too_many_workers_for_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "available_memory_mib", lambda: 4000)
+    with pytest.raises(UsageError, match="memory for about 1 workers"):
+        runner.validate(RunRequest(workers="4", report_dir=tmp_path))
+    runner.validate(RunRequest(workers="1", report_dir=tmp_path))
+
+
+@pytest.mark.parametrize("text", ["many", "-1"])
+def test_bad_worker_counts(text: str) -> None:
+    with pytest.raises(UsageError):
+        runner.worker_count(text)
+
+
+def test_pytest_argv_carries_every_option(tmp_path: Path) -> None:
+    req = RunRequest(suites=("reclaim",), keyword="retain", workers="2", k8s_version="v1.36.3",
+                     report_dir=tmp_path, allow_disruptive=True, allow_contexts=("lab",),
+                     pytest_args=("--maxfail=1",))
+    argv = runner.pytest_argv(req)
+    assert argv[argv.index("-n") + 1] == "2" and "--dist" in argv
+    assert str(ROOT / "suites" / "test_reclaim.py") in argv
+    assert f"--alluredir={tmp_path / 'allure-results'}" in argv and f"--junitxml={tmp_path / 'junit.xml'}" in argv
+    assert argv[argv.index("-k") + 1] == "retain"
+    assert {"--k8s-version=v1.36.3", "--allow-disruptive", "--allow-context=lab"} <= set(argv)
+    assert argv[-1] == "--maxfail=1"
+    assert "-n" not in runner.pytest_argv(RunRequest(workers="0", report_dir=tmp_path))
+
+
+def test_cli_bad_input_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
+    env = dict(os.environ, PVCHAOS_STATE_DIR=str(tmp_path / "state"))
+    done = subprocess.run([sys.executable, "-m", "pvchaos", "run", "--suites", "nope", "--report-dir",
+                           str(tmp_path / "r")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "unknown suite" in done.stderr
+    assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())
