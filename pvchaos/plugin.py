@@ -15,7 +15,7 @@ import yaml
 from clusters.backend import ClusterError, ClusterHandle
 from clusters.kube import Kube, connect
 from conformance import invariants
-from pvchaos import snapshot
+from pvchaos import faults, snapshot
 from pvchaos.cleanup import Cleanup
 from pvchaos.provider import CannotProvide, ClusterPool, ClusterRequest, Options
 from pvchaos.resources import event_lines, list_raw
@@ -141,12 +141,16 @@ def kube(cluster: ClusterHandle) -> Iterator[Kube]:
 def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle) -> Iterator[Workspace]:
     """A namespace and object factory for this test; everything is deleted afterwards."""
     cleanup = Cleanup(f"cleanup of {request.node.name}")
+    disruptive = request.node.get_closest_marker("disruptive") is not None
+    before = faults.node_state(kube) if disruptive else None
     try:
         workspace = Workspace(kube, cluster, request.node.name, cleanup)
         request.node.stash[WORKSPACE_KEY] = workspace
         yield workspace
     finally:
         cleanup.run()
+    if before is not None:
+        faults.assert_restored(kube, cluster, before)
 
 
 @pytest.fixture(scope="session")
