@@ -132,8 +132,8 @@ def test_mutation_keeps_pv_bound_refuting_available_and_rebind_claim(ws: Workspa
         differences = expectations.diff(expected, observed(state.get(name)))
         return "; ".join(differences) if differences else None
 
-    with allure.step(f"for 8 s after the mutation the cluster keeps {expected}"):
-        holds_for(ws.kube, "PersistentVolume", changed, 8, f"PV {name} after its nodeAffinity mutation",
+    with allure.step(f"for 5 s after the mutation the cluster keeps {expected}"):
+        holds_for(ws.kube, "PersistentVolume", changed, 5, f"PV {name} after its nodeAffinity mutation",
                   field_selector=f"metadata.name={name}")
     final = changed({name: ws.get("PersistentVolume", name) or {}})
     x.expect(final is None, f"after the mutation window: {final}")
