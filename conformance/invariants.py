@@ -26,6 +26,7 @@ class Snapshot:
     claims: list[KubeObject] = field(default_factory=list)
     volumes: list[KubeObject] = field(default_factory=list)
     nodes: list[KubeObject] = field(default_factory=list)
+    terminating_namespaces: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,20 @@ def _key(o: KubeObject) -> str:
 def check(snapshot: Snapshot, exempt_pods: Iterable[str] = ()) -> list[Violation]:
     """All violations in the snapshot; `exempt_pods` are "namespace/name" keys."""
     exempt = set(exempt_pods)
-    claims = {_key(c): c for c in snapshot.claims}
+    gone = snapshot.terminating_namespaces
+
+    def settled(o: KubeObject) -> bool:
+        """Objects on their way out (or in a namespace being deleted) are between states."""
+        return not _meta(o).get("deletionTimestamp") and _meta(o).get("namespace") not in gone
+
+    claims = {_key(c): c for c in snapshot.claims if settled(c)}
     volumes = {str(_meta(v).get("name")): v for v in snapshot.volumes}
     nodes = {str(_meta(n).get("name")): n for n in snapshot.nodes}
     out: list[Violation] = []
 
     for pod in snapshot.pods:
         node_name = (pod.get("spec") or {}).get("nodeName")
-        if not node_name or _key(pod) in exempt or _meta(pod).get("deletionTimestamp"):
+        if not node_name or _key(pod) in exempt or not settled(pod):
             continue
         node = nodes.get(node_name)
         for vol in (pod.get("spec") or {}).get("volumes") or []:

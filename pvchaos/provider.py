@@ -82,6 +82,7 @@ class ClusterPool:
     options: Options
     _shared: dict[ClusterRequest, tuple[Any, ClusterHandle]] = field(default_factory=dict)
     _external: ClusterHandle | None = None
+    _external_owner: Any = None  # a backend that created its cluster (kind) and must delete it
 
     def __post_init__(self) -> None:
         atexit.register(self.close)
@@ -135,7 +136,7 @@ class ClusterPool:
         if not request.is_default:
             raise _CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
         if self._external is None:
-            self._external = _connect_external(self.options)
+            self._external, self._external_owner = _connect_external(self.options)
         return self._external
 
     def close(self) -> None:
@@ -150,6 +151,12 @@ class ClusterPool:
                 local.down()
             except Exception as exc:  # noqa: BLE001 - gathered below
                 errors.append(exc)
+        if self._external_owner is not None and self._external is not None and not self.options.keep_cluster:
+            owner, handle, self._external_owner = self._external_owner, self._external, None
+            try:
+                owner.down(handle)
+            except Exception as exc:  # noqa: BLE001 - gathered below
+                errors.append(exc)
         if errors:
             raise ExceptionGroup("cluster teardown failed", errors)
 
@@ -158,18 +165,20 @@ class _CannotProvide(Exception):
     """The backend cannot give this test the cluster it needs: a skip, not a failure."""
 
 
-def _connect_external(options: Options) -> ClusterHandle:
+def _connect_external(options: Options) -> tuple[ClusterHandle, Any]:
+    """The handle, and the backend object when the harness created the cluster (kind)."""
     if options.backend == "existing":
         from clusters.existing import ExistingBackend
 
         if not options.kubeconfig:
             raise ClusterError("backend existing: --kubeconfig is required")
         return ExistingBackend(options.kubeconfig, options.context, options.allow_disruptive,
-                               options.allow_contexts).up()
+                               options.allow_contexts).up(), None
     if options.backend == "kind":
         from clusters.kind import KindBackend
 
-        return KindBackend.from_options(options).up()  # type: ignore[attr-defined]
+        backend = KindBackend.from_options(options)
+        return backend.up(), backend
     raise ClusterError(f"unknown backend {options.backend!r}; use local, kind or existing")
 
 

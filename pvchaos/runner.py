@@ -55,6 +55,13 @@ class RunRequest:
     pytest_args: tuple[str, ...] = field(default_factory=tuple)
 
 
+def effective_workers(req: RunRequest) -> int:
+    """`auto` is one worker per core on local clusters, and one for a single kind/existing cluster."""
+    if req.backend != "local" and req.workers == "auto":
+        return 1
+    return worker_count(req.workers)
+
+
 def worker_count(text: str) -> int:
     """`auto` is one worker per core; each worker runs clusters of its own."""
     if text == "auto":
@@ -74,6 +81,8 @@ def validate(req: RunRequest) -> None:
     if unknown:
         raise UsageError(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(known_suites())}")
     n = worker_count(req.workers)
+    if req.backend in ("kind", "existing") and n > 1 and req.workers != "auto":
+        raise UsageError(f"--workers {n}: backend {req.backend} has one cluster; use --workers 1")
     if req.backend == "local":
         fits = max(1, available_memory_mib() // (2 * CLUSTER_MEMORY_MIB))
         if n > fits:
@@ -101,7 +110,7 @@ def pytest_argv(req: RunRequest) -> list[str]:
     argv = [sys.executable, "-m", "pytest", *targets, "-p", "no:cacheprovider", "-rfEs",
             f"--alluredir={results}", f"--junitxml={req.report_dir / 'junit.xml'}",
             f"--backend={req.backend}"]
-    n = worker_count(req.workers)
+    n = effective_workers(req)
     if n > 0:
         argv += ["-n", str(n), "--dist", "loadgroup"]
     if req.k8s_version:

@@ -24,10 +24,17 @@ from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("PV node affinity mutation (KEP-5381)"), pytest.mark.needs("static-pv", "zones")]
 
-GATE_OFF = pytest.mark.cluster(feature_gates={"MutablePVNodeAffinity": False})
+GATE_OFF = [pytest.mark.cluster(feature_gates={"MutablePVNodeAffinity": False}),
+            pytest.mark.xdist_group("gate-off")]  # one gate-off cluster for the run, not one per worker
 # The body users copy from the seed article, sent with `kubectl patch pv ... --type merge -p`.
 SEED_PATCH = ('{"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":'
               '[{"key":"storage","operator":"In","values":["ssd"]}]}]}}}}')
+
+
+def _gate_off(fn):  # type: ignore[no-untyped-def]
+    for mark in GATE_OFF:
+        fn = mark(fn)
+    return fn
 
 
 def _iso(ws: Workspace) -> dict[str, str]:
@@ -55,7 +62,7 @@ def _api_error(call) -> ApiException:  # type: ignore[no-untyped-def]
 
 @allure.feature("gate off")
 @allure.story("changing an existing nodeAffinity is rejected as immutable")
-@GATE_OFF
+@_gate_off
 def test_gate_off_rejects_affinity_change(ws: Workspace) -> None:
     zones = _zones(ws)
     pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=b.zone_affinity(zones[0]), labels=_iso(ws)))
@@ -69,7 +76,7 @@ def test_gate_off_rejects_affinity_change(ws: Workspace) -> None:
 
 @allure.feature("gate off")
 @allure.story("setting affinity on a PV that had none still passes")
-@GATE_OFF
+@_gate_off
 def test_gate_off_allows_setting_affinity_where_none(ws: Workspace) -> None:
     pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", labels=_iso(ws)))
     updated = mut.replace_affinity(ws.kube, pv["metadata"]["name"], b.zone_affinity(_zones(ws)[0]))
@@ -78,7 +85,7 @@ def test_gate_off_allows_setting_affinity_where_none(ws: Workspace) -> None:
 
 @allure.feature("gate off")
 @allure.story("renaming a beta topology key to its GA key still passes")
-@GATE_OFF
+@_gate_off
 def test_gate_off_allows_beta_to_ga_key_rename(ws: Workspace) -> None:
     beta = "failure-domain.beta.kubernetes.io/zone"
     zone = _zones(ws)[0]

@@ -109,6 +109,9 @@ def test_static_binding(ws: Workspace, case: Case) -> None:
     with allure.step(f"create PVs {[p.key for p in case.pvs]} and claim {case.claim}"):
         for obj in pvs.values():
             ws.create(obj)
+        # The controller chooses among the PVs it has seen: let it see them all first.
+        for obj in pvs.values():
+            x.volume_phase(ws, obj["metadata"]["name"], "Available")
         ws.create(claim)
 
     if case.binds is None:
@@ -140,6 +143,8 @@ def test_volume_name_binds_that_pv_not_the_smallest(ws: Workspace) -> None:
     iso = _isolating_label(ws)
     small = ws.create(b.persistent_volume(ws.name("small"), "5Gi", labels=iso))
     big = ws.create(b.persistent_volume(ws.name("big"), "50Gi", labels=iso))
+    for pv in (small, big):
+        x.volume_phase(ws, pv["metadata"]["name"], "Available")
     ws.create(b.persistent_volume_claim("claim", "5Gi", "", volume_name=big["metadata"]["name"]))
     pv = x.bound_volume(ws, "claim")
     x.expect(pv["metadata"]["name"] == big["metadata"]["name"], "volumeName must win over the smallest fit", pv, ws=ws)

@@ -69,3 +69,10 @@ def test_cli_bad_input_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "unknown suite" in done.stderr
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())
+
+
+def test_single_cluster_backends_run_one_worker(tmp_path: Path) -> None:
+    argv = runner.pytest_argv(RunRequest(backend="kind", report_dir=tmp_path))
+    assert argv[argv.index("-n") + 1] == "1"
+    with pytest.raises(UsageError, match="one cluster"):
+        runner.validate(RunRequest(backend="kind", workers="2", report_dir=tmp_path))
