@@ -20,7 +20,6 @@ from clusters.kind import KIND_VERSION
 from clusters.kube import connect
 from tools.build import REPO_ROOT, cache_root
 
-DEV_KUBECONFIG = REPO_ROOT / ".cache" / "clusters" / "dev" / "kubeconfig"
 
 # A stand-in executable: appends its argv (as JSON) to $FAKE_LOG, then behaves as the
 # environment says: FAKE_<TOOL>_<SUBCOMMAND>_RC / _OUT / _ERR, e.g. FAKE_DOCKER_INFO_RC=1.
@@ -113,28 +112,23 @@ def kind_binary() -> Path:
 
 
 @pytest.fixture(scope="session")
-def foreign_kubeconfig() -> Path:
-    """The running dev cluster, reached as a cluster the harness did not create."""
-    if not DEV_KUBECONFIG.exists():
-        pytest.skip(f"no running local cluster at {DEV_KUBECONFIG}")
-    # The dev cluster is shared and sometimes restarted: wait until its nodes are back.
-    deadline, seen = time.monotonic() + 60, "never answered"
-    while time.monotonic() < deadline:
-        try:
-            kube = connect(DEV_KUBECONFIG, timeout=5)
-            try:
-                nodes = kube.core.list_node(_request_timeout=5).items
-            finally:
-                kube.api.close()
-            zones = {(n.metadata.labels or {}).get("topology.kubernetes.io/zone") for n in nodes} - {None}
-            ready = [n for n in nodes for c in n.status.conditions or [] if c.type == "Ready" and c.status == "True"]
-            if len(zones) >= 2 and nodes and len(ready) == len(nodes):
-                return DEV_KUBECONFIG
-            seen = f"{len(ready)}/{len(nodes)} nodes Ready in {len(zones)} zones"
-        except Exception as exc:  # noqa: BLE001 - reported in the skip
-            seen = type(exc).__name__
-        time.sleep(1)
-    pytest.skip(f"the local cluster at {DEV_KUBECONFIG} is not ready: {seen}")
+def foreign_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A local cluster (3 zones x 1 node, gate on) that the tests reach only through its
+    kubeconfig, as a cluster the harness did not create."""
+    from clusters.local.cluster import LocalCluster
+    from clusters.local.config import LocalClusterConfig
+    from clusters.topology import Topology
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PVCHAOS_STATE_DIR", str(tmp_path_factory.mktemp("foreign-state")))
+    cluster = LocalCluster(LocalClusterConfig(name="foreign", provisioner=False,
+                                              topology=Topology(nodes_per_zone=1)))
+    try:
+        handle = cluster.up()
+        yield handle.kubeconfig
+    finally:
+        cluster.down()
+        mp.undo()
 
 
 @pytest.fixture(scope="module")
@@ -152,10 +146,6 @@ def gate_off_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
         topology=Topology(zones=("zone-a",), nodes_per_zone=1)))
     try:
         handle = cluster.up()
-    except ClusterError as exc:
-        mp.undo()
-        pytest.skip(f"cannot start a local cluster here: {exc}")
-    try:
         yield handle.kubeconfig
     finally:
         cluster.down()
