@@ -52,7 +52,9 @@ def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60
 @allure.step("PVC {claim} stays Pending: the controller reports {key}")
 def claim_stays_pending(ws: Workspace, claim: str, key: str, **fmt: object) -> Obj:
     """A negative made observable: the controller's event proves it evaluated the claim
-    and found nothing, then the claim must still be Pending."""
+    and found nothing, then the claim must still be Pending. The controller only judges
+    the PVs it has seen: callers wait for their PVs to be Available (set by the same
+    controller) before creating the claim, else a later binding goes unseen."""
     event(ws, "PersistentVolumeClaim", claim, key, **fmt)
     pvc = ws.get("PersistentVolumeClaim", claim)
     phase = (pvc or {}).get("status", {}).get("phase")
@@ -70,13 +72,18 @@ def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
 
 @allure.step("pod {name} cannot be scheduled: {key}")
 def pod_unschedulable(ws: Workspace, name: str, key: str, timeout: float = 60) -> Obj:
-    """Wait for FailedScheduling with the reason, and check the pod has no node."""
-    ev = event(ws, "Pod", name, key, timeout=timeout)
-    pod = ws.get("Pod", name)
-    if (pod or {}).get("spec", {}).get("nodeName"):
-        raise ExpectationFailed(f"pod {name} was expected unschedulable ({key}) but runs on "
-                                f"{pod['spec']['nodeName']}:\n{describe(pod, ws.kube)}")
-    return ev
+    """Wait until the scheduler marks the pod Unschedulable, failing at once if it places
+    the pod instead; then its FailedScheduling event must carry the reason `key`."""
+    def unschedulable(o: Obj | None) -> bool:
+        return any(c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+                   for c in ((o or {}).get("status") or {}).get("conditions") or [])
+
+    def placed(o: Obj | None) -> str | None:
+        node = ((o or {}).get("spec") or {}).get("nodeName")
+        return f"the scheduler placed it on {node}" if node else None
+
+    wait_for(ws.kube, "Pod", name, unschedulable, f"Unschedulable ({key})", ws.namespace, timeout, fail_if=placed)
+    return event(ws, "Pod", name, key, timeout=timeout)
 
 
 def node_of(ws: Workspace, pod_name: str) -> Obj:

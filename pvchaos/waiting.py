@@ -40,7 +40,8 @@ def describe(obj: Obj | None, kube: Kube | None = None, max_events: int = 8) -> 
     """The object as short YAML plus its recent events: what a person needs to debug."""
     if obj is None:
         return "(object does not exist)"
-    shown = {k: v for k, v in obj.items() if k in ("kind", "metadata", "spec", "status")}
+    shown = {k: v for k, v in obj.items() if k in ("kind", "metadata", "spec", "status", "reason", "message",
+                                                   "involvedObject", "count")}
     meta = dict(shown.get("metadata") or {})
     for noisy in ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"):
         meta.pop(noisy, None)
