@@ -86,6 +86,21 @@ def pod_unschedulable(ws: Workspace, name: str, key: str, timeout: float = 60) -
     return event(ws, "Pod", name, key, timeout=timeout)
 
 
+@allure.step("a no-provisioner WaitForFirstConsumer class with one local PV per node")
+def local_class_with_pv_per_node(ws: Workspace, capacity: str = "10Gi") -> str:
+    """The classic local-volume set-up (static `local` PVs pinned by hostname); returns the class."""
+    from clusters.topology import HOSTNAME_KEY
+    from pvchaos import builders as b
+
+    sc = ws.name("local")
+    ws.create(b.storage_class(sc, "kubernetes.io/no-provisioner", "WaitForFirstConsumer", reclaim="Retain"))
+    for node in ws.list("Node"):
+        host = label(node, HOSTNAME_KEY) or node["metadata"]["name"]
+        ws.create(b.persistent_volume(ws.name(f"local-{node['metadata']['name']}"), capacity, sc,
+                                      affinity=b.hostname_affinity(host), local_path="/mnt/disks/vol1"))
+    return sc
+
+
 def node_of(ws: Workspace, pod_name: str) -> Obj:
     pod = ws.get("Pod", pod_name)
     node_name = (pod or {}).get("spec", {}).get("nodeName")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import allure
 import pytest
 
-from clusters.topology import HOSTNAME_KEY
 from conformance.affinity import node_matches_pv_affinity
 from pvchaos import builders as b
 from pvchaos import expect as x
@@ -16,17 +15,6 @@ from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Local volumes with StatefulSets"),
               pytest.mark.needs("static-pv")]
-
-
-def _local_class_and_pvs(ws: Workspace) -> str:
-    """A no-provisioner WaitForFirstConsumer class with one local PV per node."""
-    sc = ws.name("local")
-    ws.create(b.storage_class(sc, "kubernetes.io/no-provisioner", "WaitForFirstConsumer", reclaim="Retain"))
-    for node in ws.list("Node"):
-        host = x.label(node, HOSTNAME_KEY) or node["metadata"]["name"]
-        ws.create(b.persistent_volume(ws.name(f"local-{node['metadata']['name']}"), "10Gi", sc,
-                                      affinity=b.hostname_affinity(host), local_path="/mnt/disks/vol1"))
-    return sc
 
 
 def _ready(ws: Workspace, sts: str, replicas: int) -> Obj:
@@ -45,7 +33,7 @@ def _check_replica_on_its_volume(ws: Workspace, pod_name: str, claim: str) -> st
 
 @allure.story("each replica binds a local PV on its own node; a deleted pod returns; scale-down keeps claims")
 def test_statefulset_on_local_pvs(ws: Workspace) -> None:
-    sc = _local_class_and_pvs(ws)
+    sc = x.local_class_with_pv_per_node(ws)
     ws.create(b.statefulset("db", 3, sc, "5Gi"))
     _ready(ws, "db", 3)
     nodes = {i: _check_replica_on_its_volume(ws, f"db-{i}", f"data-db-{i}") for i in range(3)}

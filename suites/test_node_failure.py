@@ -117,12 +117,7 @@ def test_statefulset_zonal_volume_moves_within_zone(ws: Workspace) -> None:
 @allure.story("local volume: the replacement stays Pending until the node returns, then runs there")
 @pytest.mark.needs("static-pv")
 def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
-    sc = ws.name("local")
-    ws.create(b.storage_class(sc, "kubernetes.io/no-provisioner", "WaitForFirstConsumer", reclaim="Retain"))
-    for n in ws.list("Node"):
-        host = x.label(n, HOSTNAME_KEY) or n["metadata"]["name"]
-        ws.create(b.persistent_volume(ws.name(f"local-{n['metadata']['name']}"), "10Gi", sc,
-                                      affinity=b.hostname_affinity(host), local_path="/mnt/disks/vol1"))
+    sc = x.local_class_with_pv_per_node(ws)
     ws.create(b.statefulset("db", 1, sc))
     x.pod_runs(ws, "db-0")
     first = ws.get("Pod", "db-0") or {}

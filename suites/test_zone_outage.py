@@ -13,7 +13,7 @@ import allure
 import pytest
 
 from chaos import nodes as chaos_nodes
-from clusters.topology import HOSTNAME_KEY, ZONE_KEY
+from clusters.topology import HOSTNAME_KEY
 from pvchaos import builders as b
 from pvchaos import expect as x
 from pvchaos.nodes import UNREACHABLE, has_taint, node_ready_status

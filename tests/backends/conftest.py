@@ -11,12 +11,11 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from clusters.backend import ClusterError
 from clusters.kind import KIND_VERSION
-from clusters.kube import connect
 from tools.build import REPO_ROOT, cache_root
 
 
@@ -114,17 +113,22 @@ def kind_binary() -> Path:
 def foreign_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A local cluster (3 zones x 1 node, gate on) that the tests reach only through its
     kubeconfig, as a cluster the harness did not create."""
-    from clusters.local.cluster import LocalCluster
     from clusters.local.config import LocalClusterConfig
     from clusters.topology import Topology
 
+    yield from _private_cluster(tmp_path_factory, LocalClusterConfig(
+        name="foreign", provisioner=False, topology=Topology(nodes_per_zone=1)))
+
+
+def _private_cluster(tmp_path_factory: pytest.TempPathFactory, cfg: Any) -> Iterator[Path]:
+    """Start a local cluster in a state directory of its own; yield its kubeconfig; tear down."""
+    from clusters.local.cluster import LocalCluster
+
     mp = pytest.MonkeyPatch()
-    mp.setenv("PVCHAOS_STATE_DIR", str(tmp_path_factory.mktemp("foreign-state")))
-    cluster = LocalCluster(LocalClusterConfig(name="foreign", provisioner=False,
-                                              topology=Topology(nodes_per_zone=1)))
+    mp.setenv("PVCHAOS_STATE_DIR", str(tmp_path_factory.mktemp(f"{cfg.name}-state")))
+    cluster = LocalCluster(cfg)
     try:
-        handle = cluster.up()
-        yield handle.kubeconfig
+        yield cluster.up().kubeconfig
     finally:
         cluster.down()
         mp.undo()
@@ -134,18 +138,9 @@ def foreign_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
 def gate_off_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A private one-node local cluster with MutablePVNodeAffinity off, for the gate-off
     probe and for sweeping (nothing else runs on it, so exact assertions are safe)."""
-    from clusters.local.cluster import LocalCluster
     from clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig
     from clusters.topology import Topology
 
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PVCHAOS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
-    cluster = LocalCluster(LocalClusterConfig(
+    yield from _private_cluster(tmp_path_factory, LocalClusterConfig(
         name="gateoff", feature_gates={MUTABLE_PV_GATE: False}, provisioner=False,
         topology=Topology(zones=("zone-a",), nodes_per_zone=1)))
-    try:
-        handle = cluster.up()
-        yield handle.kubeconfig
-    finally:
-        cluster.down()
-        mp.undo()
