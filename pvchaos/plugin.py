@@ -3,6 +3,7 @@ after every suite test, and evidence attached to Allure only when a test fails."
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 from pathlib import Path
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from clusters.kube import Kube, connect
 from conformance import invariants
 from pvchaos import faults, snapshot
 from pvchaos.cleanup import Cleanup
+from pvchaos.profiles import DriverProfile, effective_capabilities, skip_reason
 from pvchaos.provider import CannotProvide, ClusterPool, ClusterRequest, Options
 from pvchaos.resources import event_lines, list_raw
 from pvchaos.waiting import describe
@@ -112,15 +114,30 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool) -> Iterat
                                          cluster_pool.options.allow_contexts)
             if refusal:
                 pytest.skip(f"{refusal} ({item.name})")
-        needs = item.get_closest_marker("needs")
-        if needs:
-            missing = handle.missing(*needs.args)
+        profile = cluster_pool.profile()
+        if profile is not None:
+            handle = _with_driver(handle, profile)
+        needed = [c for mark in item.iter_markers("needs") for c in mark.args]  # module and test marks
+        if needed:
+            missing = handle.missing(*dict.fromkeys(needed))
             if missing:
-                pytest.skip(f"backend {handle.backend}: no {', '.join(missing)}")
+                reasons = [(skip_reason(profile, m) if profile is not None else None) or
+                           f"backend {handle.backend}: no {m}" for m in missing]
+                pytest.skip("; ".join(reasons))
         _allure_environment(handle)
         yield handle
     finally:
         cluster_pool.release(owner)
+
+
+def _with_driver(handle: ClusterHandle, profile: DriverProfile) -> ClusterHandle:
+    """The cluster as this driver sees it: capabilities limited by the profile, and the
+    driver's provisioner in place of the harness's zonal test driver."""
+    provisioner = (profile.storage_class or {}).get("provisioner") or profile.name
+    return dataclasses.replace(
+        handle, capabilities=effective_capabilities(handle.capabilities, profile),
+        zonal_class_provisioner=provisioner if profile.dynamic else None,
+        description={**handle.description, "driver": profile.name})
 
 
 def _allure_environment(handle: ClusterHandle) -> None:

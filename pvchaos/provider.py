@@ -86,6 +86,15 @@ class ClusterPool:
 
     def __post_init__(self) -> None:
         atexit.register(self.close)
+        self._profile: Any = None
+
+    def profile(self) -> Any:
+        """The driver profile of this run (pvchaos.profiles.DriverProfile), read once."""
+        if self.options.profile and self._profile is None:
+            from pvchaos.profiles import load_profile
+
+            self._profile = load_profile(self.options.profile)
+        return self._profile
 
     # -- local ----------------------------------------------------------------------------
     def _local_config(self, request: ClusterRequest) -> LocalClusterConfig:

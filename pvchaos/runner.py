@@ -92,8 +92,12 @@ def validate(req: RunRequest) -> None:
         raise UsageError("--backend existing needs --kubeconfig")
     if req.kubeconfig and not Path(req.kubeconfig).is_file():
         raise UsageError(f"--kubeconfig {req.kubeconfig}: no such file")
-    if req.profile and not Path(req.profile).is_file():
-        raise UsageError(f"--profile {req.profile}: no such file")
+    if req.profile:
+        from pvchaos.profiles import load_profile
+
+        if not Path(req.profile).is_file():
+            raise UsageError(f"--profile {req.profile}: no such file")
+        load_profile(req.profile)  # a typo or an impossible value: one line, before any cluster
     try:
         req.report_dir.mkdir(parents=True, exist_ok=True)
         probe = req.report_dir / ".pvchaos-write-test"
@@ -151,6 +155,8 @@ def run(req: RunRequest) -> int:
     elapsed = time.monotonic() - started
     report.write_environment(results, environment(req))
     report.write_categories(results)
+    if req.profile:
+        _certification(req, results)
     rows = report.summarize(results)
     print(report.format_summary(rows))
     print(f"suites wall time: {elapsed:.1f}s")
@@ -159,6 +165,19 @@ def run(req: RunRequest) -> int:
     report.save_history(req.report_dir)
     print(f"Allure report: {html}\nJUnit XML: {req.report_dir / 'junit.xml'}")
     return code
+
+
+def _certification(req: RunRequest, results: Path) -> None:
+    """For a driver run: the certification page, in the report and as Markdown."""
+    from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
+    from pvchaos.profiles import load_profile
+
+    profile = load_profile(req.profile or "")
+    outcomes = results_from_allure(results)
+    write_allure_summary(results, profile, outcomes)
+    page = req.report_dir / "certification.md"
+    page.write_text(render_certification(profile, outcomes))
+    print(f"certification summary: {page}")
 
 
 def environment(req: RunRequest) -> dict[str, str]:
@@ -173,4 +192,10 @@ def environment(req: RunRequest) -> dict[str, str]:
         "workers": req.workers,
         "driver profile": req.profile or "none (harness zonal test driver)",
     }
+    if req.profile:
+        from pvchaos.profiles import load_profile
+
+        profile = load_profile(req.profile)
+        env["driver"] = profile.name
+        env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))
     return env

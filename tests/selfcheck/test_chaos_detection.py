@@ -60,8 +60,16 @@ def test_gate_off_makes_acceptance_tests_skip_and_gate_off_tests_pass(tmp_path: 
 
 @pytest.mark.slow
 def test_wrong_expectation_table_is_reported_as_a_diff(tmp_path: Path) -> None:
-    code, out = run_suites(tmp_path, ["test_pv_affinity_mutation.py"], "-k", "refuting",
+    results = tmp_path / "allure-results"
+    code, out = run_suites(tmp_path, ["test_pv_affinity_mutation.py"], "-k", "refuting", f"--alluredir={results}",
                            env={"PVCHAOS_CHAOS_BREAK": "wrong-mutation-table"})
     assert code == 1, out[-3000:]
     assert "pv phase: expected 'Available', observed 'Bound'" in out, out[-3000:]
     assert "claimRef: expected 'cleared', observed 'unchanged'" in out, out[-3000:]
+    # The failure carries evidence attachments; none may hold credentials.
+    attachments = [p for p in results.iterdir() if "-attachment" in p.name]
+    assert any("objects" in p.read_text(errors="replace") or p.stat().st_size for p in attachments)
+    for path in results.iterdir():
+        text = path.read_text(errors="replace")
+        for secret in (r"\btoken:\s*\S+", r"[0-9a-f]{48}", "PRIVATE KEY", "client-key-data", "Bearer "):
+            assert not re.search(secret, text), f"{path.name} contains credentials ({secret})"
