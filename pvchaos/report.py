@@ -246,6 +246,7 @@ class SuiteRow:
     broken: int = 0
     skipped: int = 0
     timings: dict[str, list[float]] = field(default_factory=dict)
+    test_seconds: float = 0.0  # summed durations of the suite's tests (its wall time at -n 1)
 
     def times(self, word: str) -> list[float]:
         """Every timing whose parameter name contains `word` ("recovery", "race")."""
@@ -301,6 +302,8 @@ def summarize(results_dir: Path | str) -> list[SuiteRow]:
         status = res.get("status")
         if status in ("passed", "failed", "broken", "skipped"):
             setattr(row, status, getattr(row, status) + 1)
+        if res.get("start") and res.get("stop"):
+            row.test_seconds += max(0, int(res["stop"]) - int(res["start"])) / 1000
         for param in res.get("parameters") or []:
             pname = str(param.get("name", "")).strip()
             value = _number(param.get("value"))
@@ -317,14 +320,15 @@ def _values(vals: list[float]) -> str:
     return f"median {statistics.median(vals):g}, max {max(vals):g} (n={len(vals)})"
 
 
-_HEADER = ("suite", "passed", "failed", "broken", "skipped", "recovery (s)", "race window (s)")
+_HEADER = ("suite", "passed", "failed", "broken", "skipped", "test time (s)", "recovery (s)", "race window (s)")
 
 
 def _cells(rows: list[SuiteRow]) -> list[tuple[str, ...]]:
-    out = [(r.suite, str(r.passed), str(r.failed), str(r.broken), str(r.skipped),
+    out = [(r.suite, str(r.passed), str(r.failed), str(r.broken), str(r.skipped), f"{r.test_seconds:.1f}",
             _values(r.times("recovery")), _values(r.times("race"))) for r in rows]
     total = ("total",) + tuple(str(sum(getattr(r, s) for r in rows))
-                               for s in ("passed", "failed", "broken", "skipped")) + ("", "")
+                               for s in ("passed", "failed", "broken", "skipped")) + (
+        f"{sum(r.test_seconds for r in rows):.1f}", "", "")
     return out + [total]
 
 
@@ -332,7 +336,7 @@ def format_summary(rows: list[SuiteRow]) -> str:
     """A plain-text table for the terminal: counts, recovery times and race windows."""
     table = [_HEADER, *_cells(rows)]
     widths = [max(len(line[i]) for line in table) for i in range(len(_HEADER))]
-    numeric = {1, 2, 3, 4}
+    numeric = {1, 2, 3, 4, 5}
 
     def fmt(line: tuple[str, ...]) -> str:
         parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths))]
@@ -346,7 +350,7 @@ def write_summary_md(report_dir: Path | str, rows: list[SuiteRow]) -> Path:
     """R/summary.md: the same table in Markdown (fits a CI job summary), plus categories."""
     lay = layout(report_dir)
     lines = ["# pvchaos run summary", "", "| " + " | ".join(_HEADER) + " |",
-             "|" + "|".join(["---"] + ["---:"] * 4 + ["---", "---"]) + "|"]
+             "|" + "|".join(["---"] + ["---:"] * 5 + ["---", "---"]) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in _cells(rows)]
     try:
         cats = read_report_json(lay.html, "widgets/categories.json").get("items", [])
