@@ -13,13 +13,18 @@ from pvchaos.workspace import Workspace
 pytestmark = [allure.epic("Binding"), allure.feature("Reclaim")]
 
 
-@allure.story("Delete removes the PV with its claim")
-@pytest.mark.needs("dynamic-zonal")
-def test_delete_policy_removes_volume(ws: Workspace) -> None:
+def _dynamic_claim_with_delete_policy(ws: Workspace) -> dict:
+    """Claim `data` bound to a freshly provisioned zonal PV whose class says Delete."""
     sc = ws.name("zonal-delete")
     ws.create(b.storage_class(sc, ws.cluster.zonal_class_provisioner or "", "Immediate", reclaim="Delete"))
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
-    pv = x.bound_volume(ws, "data")
+    return x.bound_volume(ws, "data")
+
+
+@allure.story("Delete removes the PV with its claim")
+@pytest.mark.needs("dynamic-zonal")
+def test_delete_policy_removes_volume(ws: Workspace) -> None:
+    pv = _dynamic_claim_with_delete_policy(ws)
     ws.delete("PersistentVolumeClaim", "data")
     with allure.step(f"PV {pv['metadata']['name']} is deleted by its provisioner"):
         wait_for(ws.kube, "PersistentVolume", pv["metadata"]["name"], lambda o: o is None, "deleted", timeout=60)
@@ -50,10 +55,7 @@ def test_retain_policy_released_until_claim_ref_cleared(ws: Workspace) -> None:
 @allure.story("switching a dynamic PV to Retain before deleting its claim keeps it")
 @pytest.mark.needs("dynamic-zonal")
 def test_switch_to_retain_keeps_volume(ws: Workspace) -> None:
-    sc = ws.name("zonal-delete")
-    ws.create(b.storage_class(sc, ws.cluster.zonal_class_provisioner or "", "Immediate", reclaim="Delete"))
-    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
-    pv = x.bound_volume(ws, "data")
+    pv = _dynamic_claim_with_delete_policy(ws)
     name = pv["metadata"]["name"]
     ws.cleanup.push(f"delete PersistentVolume {name}", lambda: ws.delete("PersistentVolume", name, wait=False))
     ws.patch("PersistentVolume", name, {"spec": {"persistentVolumeReclaimPolicy": "Retain"}})
