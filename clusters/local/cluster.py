@@ -39,22 +39,27 @@ LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
 START_TIMEOUT = 90.0
 
 
+PORT_RANGE = (20000, 32000)  # below Linux's ephemeral range, so outgoing connections never take them
+
+
 def _free_ports(count: int, taken: set[int]) -> list[int]:
-    """Ports the kernel reports free on loopback and no recorded cluster uses."""
+    """Random loopback ports outside the ephemeral range that bind now and that no
+    recorded cluster uses; chosen under the registry lock."""
+    rng = secrets.SystemRandom()
     ports: list[int] = []
-    socks = []
-    try:
-        while len(ports) < count:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            port = s.getsockname()[1]
-            if port not in taken and port not in ports:
-                ports.append(port)
-    finally:
-        for s in socks:
-            s.close()
-    return ports
+    for _ in range(count * 50):
+        port = rng.randrange(*PORT_RANGE)
+        if port in taken or port in ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise ClusterError(f"no {count} free loopback ports in {PORT_RANGE[0]}-{PORT_RANGE[1]}")
 
 
 def _write_pki(d: Path) -> str:
@@ -120,7 +125,18 @@ class LocalCluster:
         return self._binaries
 
     def up(self) -> ClusterHandle:
-        """Start everything and wait for every node to be Ready; on any failure, tear down."""
+        """Start everything and wait for every node to be Ready; on any failure, tear down.
+        A port taken between choosing and binding (another process on the machine) is
+        retried once with new ports."""
+        try:
+            return self._up_once()
+        except ClusterError as exc:
+            if "address already in use" not in str(exc):
+                raise
+            _log(f"cluster {self.cfg.name}: a port was taken meanwhile ({exc}); retrying with new ports")
+            return self._up_once()
+
+    def _up_once(self) -> ClusterHandle:
         bins = self.binaries
         started = time.monotonic()
         with registry_lock():
