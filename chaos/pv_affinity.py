@@ -3,7 +3,6 @@ relax and tighten. The PVs belong to the test, so the undo is the test's cleanup
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -55,6 +54,3 @@ def zone_values(pv: dict[str, Any]) -> set[str]:
                 out |= set(expr.get("values") or [])
     return out
 
-
-def as_json(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))

@@ -235,10 +235,6 @@ def pod_cannot_run(o: Obj | None) -> str | None:
     return f"pod reached phase {phase}" if phase in ("Failed", "Succeeded") else None
 
 
-def gone(o: Obj | None) -> bool:
-    return o is None
-
-
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
