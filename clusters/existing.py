@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import secrets
 import socket
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -116,26 +115,18 @@ def _probe_body(name: str, zone: str) -> dict[str, Any]:
 def _delete_probe(kube: Kube, name: str, timeout: float = 10.0) -> None:
     """Delete and wait until gone; the pv-protection finalizer guards bound PVs, and this
     one never bound, so it is dropped if no controller removes it in time."""
+    from pvchaos.waiting import WaitTimeout, wait_for
+    from pvchaos.workspace import delete_raw, patch_raw
+
+    delete_raw(kube, "PersistentVolume", name)
     try:
-        kube.core.delete_persistent_volume(name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return
-        raise
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+        wait_for(kube, "PersistentVolume", name, lambda o: o is None, "deleted", timeout=timeout)
+    except WaitTimeout:
         try:
-            kube.core.read_persistent_volume(name)
+            patch_raw(kube, "PersistentVolume", name, {"metadata": {"finalizers": None}})
         except ApiException as exc:
-            if exc.status == 404:
-                return
-            raise
-        time.sleep(0.1)
-    try:
-        kube.core.patch_persistent_volume(name, {"metadata": {"finalizers": None}})
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+            if exc.status != 404:
+                raise
 
 
 def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:

@@ -11,7 +11,7 @@ ends the wait at once with `WaitFailed`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import tenacity
@@ -68,7 +68,6 @@ def wait_for_state(
     returns a non-None value, which is returned. `focus` picks the object shown on failure."""
     deadline = time.monotonic() + timeout
     state: State = {}
-    k = kind(kind_name)
 
     def attempt() -> T:
         items, rv = list_raw(kube, kind_name, namespace, **selectors)
@@ -79,26 +78,11 @@ def wait_for_state(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _NotYet
-        w = watch.Watch()
-        args = (namespace,) if k.namespaced else ()
-        try:
-            for event in w.stream(k.lister(kube), *args, resource_version=rv, deserialize=False,
-                                  timeout_seconds=max(1, int(remaining) + 1), allow_watch_bookmarks=False,
-                                  **selectors):
-                if event["type"] == "ERROR":
-                    raise _NotYet
-                obj = event.get("raw_object") or event["object"]
-                obj.setdefault("kind", kind_name)
-                if event["type"] == "DELETED":
-                    state.pop(_key(obj), None)
-                else:
-                    state[_key(obj)] = obj
-                if (result := _check(state, until, fail_if)) is not None:
-                    return result
-                if time.monotonic() >= deadline:
-                    break
-        finally:
-            w.stop()
+        for _ in _watch_into(state, kube, kind_name, namespace, rv, remaining, selectors):
+            if (result := _check(state, until, fail_if)) is not None:
+                return result
+            if time.monotonic() >= deadline:
+                break
         raise _NotYet
 
     retrying = tenacity.Retrying(
@@ -183,7 +167,6 @@ def holds_for(
     """Watch for `seconds` and fail at once if `violation` reports one: how a test asserts
     that something does NOT happen (no eviction, no rebinding) over a bounded window."""
     deadline = time.monotonic() + seconds
-    k = kind(kind_name)
     state: State = {}
     while True:
         items, rv = list_raw(kube, kind_name, namespace, **selectors)
@@ -193,19 +176,8 @@ def holds_for(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return state
-        w = watch.Watch()
-        args = (namespace,) if k.namespaced else ()
         try:
-            for event in w.stream(k.lister(kube), *args, resource_version=rv, deserialize=False,
-                                  timeout_seconds=max(1, int(remaining + 0.999)), **selectors):
-                obj = event.get("raw_object") or event["object"]
-                if event["type"] == "ERROR":
-                    break
-                obj.setdefault("kind", kind_name)
-                if event["type"] == "DELETED":
-                    state.pop(_key(obj), None)
-                else:
-                    state[_key(obj)] = obj
+            for obj in _watch_into(state, kube, kind_name, namespace, rv, remaining, selectors):
                 if reason := violation(state):
                     raise WaitFailed(f"{what} broke after {seconds - (deadline - time.monotonic()):.1f}s: "
                                      f"{reason}\nlast seen:\n{describe(obj, kube)}")
@@ -213,10 +185,31 @@ def holds_for(
                     return state
         except (ApiException, urllib3.exceptions.HTTPError):
             pass
-        finally:
-            w.stop()
         if time.monotonic() >= deadline:
             return state
+
+
+def _watch_into(state: State, kube: Kube, kind_name: str, namespace: str | None, rv: str, remaining: float,
+                selectors: dict[str, Any]) -> Iterator[Obj]:
+    """Watch from `rv` for about `remaining` seconds, applying each change to `state` and
+    yielding the changed object; ends early on a watch error (the caller re-lists)."""
+    k = kind(kind_name)
+    w = watch.Watch()
+    args = (namespace,) if k.namespaced else ()
+    try:
+        for event in w.stream(k.lister(kube), *args, resource_version=rv, deserialize=False,
+                              timeout_seconds=max(1, int(remaining) + 1), allow_watch_bookmarks=False, **selectors):
+            if event["type"] == "ERROR":
+                return
+            obj = event.get("raw_object") or event["object"]
+            obj.setdefault("kind", kind_name)
+            if event["type"] == "DELETED":
+                state.pop(_key(obj), None)
+            else:
+                state[_key(obj)] = obj
+            yield obj
+    finally:
+        w.stop()
 
 
 # ---- common conditions -------------------------------------------------------------------
