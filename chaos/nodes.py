@@ -28,6 +28,31 @@ def fail_node(cleanup: Cleanup, cluster: ClusterHandle, node: str) -> NodeName:
     return NodeName(node)
 
 
+def _container_faults(cluster: ClusterHandle, fault: str):  # type: ignore[no-untyped-def]
+    faults = _faults(cluster)
+    if not hasattr(faults, fault):
+        raise RuntimeError(f"backend {cluster.backend} has no {fault.replace('_', ' ')} (it needs containers: kind)")
+    return faults
+
+
+@allure.step("crash node {node} (its kubelet, runtime and containers stop)")
+def crash_node(cleanup: Cleanup, cluster: ClusterHandle, node: str) -> NodeName:
+    """Stop the node's machine, not only its heartbeat; the restart is registered first."""
+    faults = _container_faults(cluster, "crash_node")
+    cleanup.push(f"boot node {node} again", lambda: faults.start_node(node))
+    faults.crash_node(node)
+    return NodeName(node)
+
+
+@allure.step("partition node {node} from the cluster network")
+def partition_node(cleanup: Cleanup, cluster: ClusterHandle, node: str) -> NodeName:
+    """Disconnect the node's network; it keeps running. Reconnection is registered first."""
+    faults = _container_faults(cluster, "partition_node")
+    cleanup.push(f"reconnect node {node}", lambda: faults.start_node(node))
+    faults.partition_node(node)
+    return NodeName(node)
+
+
 @allure.step("restore node {node}")
 def restore_node(cluster: ClusterHandle, node: str) -> NodeName:
     _faults(cluster).start_node(node)

@@ -26,6 +26,12 @@ class Capability:
     MUTABLE_PV_AFFINITY = "mutable-pv-affinity"  # MutablePVNodeAffinity gate is on
     OWNED = "owned"  # the harness created this cluster and may disturb it
     EPHEMERAL_STORAGE = "ephemeral-storage"  # nodes report ephemeral-storage allocatable
+    REAL_KUBELET = "real-kubelet"  # pods really run and mount their volumes (kind)
+
+
+# Where volumes live on nodes with real kubelets: the provisioners' -hostpath-root, and
+# the directory static stand-in PVs are turned into (pvchaos.builders.mountable).
+HOSTPATH_VOLUME_ROOT = "/var/lib/pvchaos/volumes"
 
 
 class ClusterError(RuntimeError):
@@ -59,6 +65,8 @@ class ClusterHandle:
     faults: NodeFaults | None = None
     directory: Path | None = None
     description: dict[str, str] = field(default_factory=dict)
+    # Real kubelets mount volumes: stand-in CSI sources of static PVs become hostPath.
+    mountable_volumes: bool = False
 
     @property
     def minor(self) -> int:

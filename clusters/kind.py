@@ -1,108 +1,108 @@
-"""Multi-zone kind clusters: a kind config generated from `Topology`, and a backend that
-shells out to `kind` and `docker`.
+"""Multi-zone kind clusters with real kubelets, on a node image built here.
 
-Why shell out: the kind CLI is kind's supported interface (its Go cluster API keeps the
-config types internal), and Docker is only reachable through its CLI here. Every command
-goes through `run()`, one small function, so tests can record the exact command lines on
-machines without a Docker engine (which is every machine this was written on: the
-backend has not been run against a real Docker host, see docs/backends.md).
+The backend drives the `kind` CLI (kind's supported interface; its Go cluster API keeps
+the config types internal) and `docker`, both aimed at the engine tools.docker_engine
+found or started. Everything it needs is built locally: kind from Go modules, the node
+image offline (tools/nodeimage). Nodes are registered under the topology's names
+(`zone-a-1`, ...) through a per-node kubeadm patch, so suites address the same nodes on
+every backend; the containers keep kind's names (`<cluster>-worker`, ...).
 
-Node failure is `docker pause` (the kubelet freezes, its Lease stops being renewed, the
-node-lifecycle controller sees it), return is `docker unpause`. A control-plane component
-is stopped by moving its static-pod manifest out of the kubelet's manifest directory
-(`crictl stop` alone would be undone by the kubelet at once), and started by moving it back.
+Networking: each cluster gets a Docker network of its own with a /24 chosen not to
+clash with the host's routes or other networks (kind uses an existing network of the
+given name), so a partitioned node can rejoin with its address. Pods get addresses from
+the node image's `pvchaos-cni` (no kindnetd, no kube-proxy, no CoreDNS: nothing under
+test needs Services or DNS, and their images could not be built offline).
+
+Volumes: the harness's provisioners run on the host against the cluster with
+`-hostpath-root`, so every dynamic PV is a directory the kubelet really creates and
+mounts; static stand-in CSI PVs are turned into hostPath PVs by the suites' workspace.
+
+Faults: node failure is `docker pause` (the kubelet freezes, its Lease goes stale);
+a crash is `docker stop` (the kubelet is gone; return boots the node again); a network
+partition is `docker network disconnect`; a component restart moves its static-pod
+manifest out of the kubelet's manifest directory and back.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from clusters.backend import Capability, ClusterError, ClusterHandle
+from clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterError, ClusterHandle
 from clusters.local.config import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
+from clusters.local.processes import ProcessRecord, spawn, stop
 from clusters.local.registry import state_root
-from clusters.topology import HOSTNAME_KEY, Topology
+from clusters.topology import Topology
+from tools.build import BuildError, ensure_binaries
+from tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
+from tools.nodeimage.build import build_node_image, ensure_kind
+from tools.nodeimage.recipe import KIND_VERSION
+from tools.versions import DEFAULT_K8S_VERSION, SUPPORTED_MINORS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "kind-config"
 DEFAULT_CONFIG_FILE = CONFIG_DIR / "multizone.yaml"
-IMAGES_FILE = CONFIG_DIR / "images.yaml"
-
-KIND_VERSION = "v0.33.0"
-DEFAULT_KIND_K8S = "v1.35"  # first minor with MutablePVNodeAffinity, as the local backend
 API_VERSION = "kind.x-k8s.io/v1alpha4"
+IMAGE_PLACEHOLDER = "pvchaos/kind-node:<k8s version>-<recipe digest>"
 # Short node-loss detection, as on the local backend (upstream default grace is 50 s).
 DEFAULT_KCM_FLAGS: dict[str, str] = {"node-monitor-grace-period": "8s", "node-monitor-period": "1s"}
-# The kubelet must renew its Lease well inside that grace period: it renews every quarter
-# of nodeLeaseDurationSeconds (upstream default 40 s, i.e. every 10 s, longer than 8 s).
-DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpdateFrequency": "2s"}
-STANDARD_PROVISIONER = "rancher.io/local-path"  # kind's `standard` class (node image manifest)
-PROVISIONERS = ("standard", "harness")
+# The kubelet renews its Lease every quarter of nodeLeaseDurationSeconds (upstream 40 s,
+# i.e. every 10 s, longer than the 8 s grace). failCgroupV1: false lets 1.35+ kubelets
+# run on cgroup v1 hosts (they refuse by default); it changes nothing on cgroup v2.
+DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpdateFrequency": "2s",
+                                   "failCgroupV1": False}
+# kubeadm 1.35+ fails its SystemVerification preflight on cgroup v1 hosts even with
+# failCgroupV1: false ("You must also explicitly skip this validation"); its ImagePull
+# preflight asks a registry for kube-proxy and CoreDNS, which these clusters do not run
+# (every image they run is in the node image already).
+PREFLIGHT: dict[str, Any] = {"ignorePreflightErrors": ["SystemVerification", "ImagePull"]}
+ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
+LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
-WAIT = "120s"
+CLUSTER_LABEL = "io.x-k8s.kind.cluster"
+WAIT = "180s"
+SUBNET_POOL = ipaddress.ip_network("172.30.0.0/16")
 
-_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
-_VERSION = re.compile(r"^v?1\.(\d+)(?:\.(\d+))?$")
-_KUBELET_ALLOWED = {"topology.kubernetes.io/zone", "topology.kubernetes.io/region", HOSTNAME_KEY,
+_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
+_KUBELET_ALLOWED = {"topology.kubernetes.io/zone", "topology.kubernetes.io/region",
                     "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch"}
+HOSTNAME_KEY = "kubernetes.io/hostname"
 
 
-# ---- node images ---------------------------------------------------------------------
+# ---- config (pure) ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class NodeImage:
-    """One pinned kindest/node image and where its digest was checked."""
-
-    minor: int
-    tag: str
-    image: str
-    verified: str
-
-
-@cache
-def node_images() -> dict[int, NodeImage]:
-    """The table in kind-config/images.yaml, keyed by Kubernetes minor."""
-    data = yaml.safe_load(IMAGES_FILE.read_text())
-    return {int(k.split(".")[1]): NodeImage(int(k.split(".")[1]), v["tag"], v["image"], v["verified"])
-            for k, v in data["images"].items()}
-
-
-def node_image(k8s_version: str) -> NodeImage:
-    """`1.35`, `v1.35` or `v1.35.8` -> the image kind v0.33.0 publishes for that minor.
-    A patch release other than the published one is refused: kind only builds one."""
+def parse_version(k8s_version: str) -> int:
+    """`v1.35.4` -> 35; anything else, or a minor the harness does not support, is refused."""
     m = _VERSION.match(k8s_version)
     if not m:
-        raise ValueError(f"kind: {k8s_version!r} is not a Kubernetes version (want v1.MINOR or v1.MINOR.PATCH)")
-    images = node_images()
+        raise ValueError(f"kind: {k8s_version!r} is not a Kubernetes release (want v1.MINOR.PATCH, e.g. "
+                         f"{DEFAULT_K8S_VERSION})")
     minor = int(m.group(1))
-    if minor not in images:
-        known = ", ".join(f"v1.{k}" for k in sorted(images))
-        raise ValueError(f"kind {KIND_VERSION}: no node image for v1.{minor}; published: {known}")
-    img = images[minor]
-    if m.group(2) is not None and f"v1.{minor}.{m.group(2)}" != img.tag:
-        raise ValueError(f"kind {KIND_VERSION}: publishes {img.tag} for v1.{minor}, not v1.{minor}.{m.group(2)}")
-    return img
+    if minor not in SUPPORTED_MINORS:
+        raise ValueError(f"kind: v1.{minor} is not supported; supported minors: "
+                         + ", ".join(f"v1.{m}" for m in SUPPORTED_MINORS))
+    return minor
 
-
-# ---- config --------------------------------------------------------------------------
 
 def default_gates(k8s_version: str) -> dict[str, bool]:
     """The gate the suites are about, on wherever it exists."""
-    minor = node_image(k8s_version).minor
-    return {MUTABLE_PV_GATE: True} if minor >= GATE_FIRST_MINOR[MUTABLE_PV_GATE] else {}
+    return {MUTABLE_PV_GATE: True} if parse_version(k8s_version) >= GATE_FIRST_MINOR[MUTABLE_PV_GATE] else {}
 
 
 def _node_labels(labels: dict[str, str]) -> dict[str, str]:
-    """Topology labels minus the hostname (the kubelet sets it to the kind node name);
+    """Topology labels minus the hostname (the kubelet sets it from the node name);
     refuses labels the kubelet may not set on itself, since it would not start."""
     out = {}
     for key, value in labels.items():
@@ -123,20 +123,22 @@ def _patch(kind: str, body: dict[str, Any]) -> str:
     return yaml.safe_dump({"kind": kind, **body}, sort_keys=False, default_flow_style=False)
 
 
-def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_KIND_K8S,
-                feature_gates: dict[str, bool] | None = None, kcm_flags: dict[str, str] | None = None,
-                kubelet: dict[str, Any] | None = None) -> dict[str, Any]:
+def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S_VERSION,
+                image: str = IMAGE_PLACEHOLDER, feature_gates: dict[str, bool] | None = None,
+                kcm_flags: dict[str, str] | None = None, kubelet: dict[str, Any] | None = None) -> dict[str, Any]:
     """A kind v1alpha4 Cluster: one control plane, then the topology's nodes as workers in
-    order (kind names them `<cluster>-worker`, `<cluster>-worker2`, ...)."""
+    order, each registered under its topology name."""
     topology = topology or Topology()
-    image = node_image(k8s_version)
+    minor = parse_version(k8s_version)
     gates = default_gates(k8s_version) if feature_gates is None else dict(feature_gates)
     for gate, first in GATE_FIRST_MINOR.items():
-        if gates.get(gate) and image.minor < first:
-            raise ValueError(f"kind: feature gate {gate} does not exist before v1.{first} (image {image.tag})")
+        if gates.get(gate) and minor < first:
+            raise ValueError(f"kind: feature gate {gate} does not exist before v1.{first} ({k8s_version})")
     kcm = DEFAULT_KCM_FLAGS if kcm_flags is None else kcm_flags
     kubelet_cfg = DEFAULT_KUBELET if kubelet is None else kubelet
-    patches = []
+    # kind skips addon/kube-proxy itself for kubeProxyMode none, but a patched list replaces its own.
+    patches = [_patch("InitConfiguration", {"skipPhases": ["addon/coredns", "addon/kube-proxy"],
+                                            "nodeRegistration": PREFLIGHT})]
     if kcm:
         patches.append(_patch("ClusterConfiguration",
                               {"controllerManager": {"extraArgs": {k: str(v) for k, v in kcm.items()}}}))
@@ -145,18 +147,29 @@ def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_KIN
     cfg: dict[str, Any] = {"kind": "Cluster", "apiVersion": API_VERSION}
     if gates:
         cfg["featureGates"] = gates
-    if patches:
-        cfg["kubeadmConfigPatches"] = patches
-    nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": image.image}]
+    cfg["networking"] = {"ipFamily": "ipv4", "disableDefaultCNI": True, "kubeProxyMode": "none"}
+    cfg["kubeadmConfigPatches"] = patches
+    nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": image}]
     for spec in topology.nodes():
-        nodes.append({"role": "worker", "image": image.image, "labels": _node_labels(spec.labels)})
+        nodes.append({"role": "worker", "image": image, "labels": _node_labels(spec.labels),
+                      "kubeadmConfigPatches": [_patch("JoinConfiguration",
+                                                      {"nodeRegistration": {"name": spec.name, **PREFLIGHT}})]})
     cfg["nodes"] = nodes
     return cfg
 
 
 def kind_node_names(cluster: str, topology: Topology) -> dict[str, str]:
-    """Topology node name -> kind node (and container) name, following kind's namer."""
+    """Topology node name -> kind container name, following kind's namer."""
     return {spec.name: f"{cluster}-worker{'' if i == 0 else i + 1}" for i, spec in enumerate(topology.nodes())}
+
+
+def pick_subnet(taken: Sequence[str], pool: ipaddress.IPv4Network = SUBNET_POOL) -> str:
+    """The first /24 of `pool` that overlaps none of the `taken` networks."""
+    used = [ipaddress.ip_network(t, strict=False) for t in taken if ":" not in t]
+    for candidate in pool.subnets(new_prefix=24):
+        if not any(candidate.overlaps(u) for u in used):
+            return str(candidate)
+    raise ValueError(f"kind: every /24 of {pool} clashes with a host route or Docker network")
 
 
 class _LiteralDumper(yaml.SafeDumper):
@@ -171,67 +184,100 @@ def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _LiteralDumper.add_representer(str, _str_representer)
 
 
-def render_yaml(config: dict[str, Any], k8s_version: str = DEFAULT_KIND_K8S) -> str:
+def render_yaml(config: dict[str, Any], k8s_version: str = DEFAULT_K8S_VERSION) -> str:
     """The file kind reads, with a header saying where it came from."""
     header = (f"# Generated by clusters/kind.py: kind_config(Topology(), {k8s_version!r}).\n"
               "# Regenerate: .venv/bin/python -m clusters.kind > kind-config/multizone.yaml\n"
-              "# Workers in order: kind names them <cluster>-worker, <cluster>-worker2, ...\n")
+              "# The image is built by `pvchaos kind build-image`; the backend fills in its tag.\n"
+              "# Workers are containers <cluster>-worker, -worker2, ... registered as zone-a-1, ...\n")
     return header + yaml.dump(config, Dumper=_LiteralDumper, sort_keys=False, default_flow_style=False)
 
 
-# ---- commands ------------------------------------------------------------------------
-
-Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
-
-
-def run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """The one place `kind` and `docker` are executed; the caller judges the exit status."""
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=900)
+def kind_directory(cluster: str) -> Path:
+    """Where a pvchaos kind cluster keeps its config, kubeconfig and provisioner state."""
+    return state_root() / f"kind-{cluster}"
 
 
-def _last_line(proc: subprocess.CompletedProcess[str]) -> str:
-    lines = [ln.strip() for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
-    return lines[-1] if lines else f"exit status {proc.returncode}"
+def kind_clusters() -> list[str]:
+    """The kind clusters pvchaos created and has not removed (by their directories)."""
+    return sorted(p.name[len("kind-"):] for p in state_root().glob("kind-*") if p.is_dir())
 
+
+# ---- faults -------------------------------------------------------------------------------
 
 @dataclass
 class KindFaults:
-    """NodeFaults for a kind cluster: docker pause/unpause, static-pod manifests moved."""
+    """NodeFaults for a kind cluster, by node name (containers are looked up in `containers`)."""
 
     cluster: str
-    runner: Runner = run
+    engine: Engine
+    containers: dict[str, str]
+    network: str
+    _addresses: dict[str, str] = field(default_factory=dict)
 
     @property
     def control_plane(self) -> str:
         return f"{self.cluster}-control-plane"
 
-    def _node(self, node: str) -> str:
-        if not node.startswith(f"{self.cluster}-"):
-            raise KeyError(f"kind cluster {self.cluster}: {node!r} is not one of its nodes")
-        return node
+    def container(self, node: str) -> str:
+        if node not in self.containers:
+            raise KeyError(f"kind cluster {self.cluster}: {node!r} is not one of its nodes {sorted(self.containers)}")
+        return self.containers[node]
 
     def _docker(self, *args: str) -> str:
-        proc = self.runner(["docker", *args])
+        proc = docker(self.engine, args, timeout=120)
         if proc.returncode != 0:
-            raise ClusterError(f"docker {args[0]} {args[-1]}: {_last_line(proc)}")
+            raise ClusterError(f"docker {' '.join(args[:2])} ({self.cluster}): {last_line(proc)}")
         return proc.stdout.strip()
 
+    def _state(self, node: str) -> dict[str, Any]:
+        out = self._docker("inspect", "--format", "{{json .State}}|{{json .NetworkSettings.Networks}}",
+                           self.container(node))
+        state, networks = out.split("|", 1)
+        return {"state": json.loads(state), "networks": json.loads(networks) or {}}
+
+    # -- pause: the default node failure -------------------------------------------------
     def stop_node(self, node: str) -> None:
         """Freeze the node container: kubelet and runtime stop, nothing is deleted."""
-        self._docker("pause", self._node(node))
+        self._docker("pause", self.container(node))
 
     def stop_nodes(self, nodes: list[str]) -> None:
         """One `docker pause` for all: the containers freeze together."""
         if nodes:
-            self._docker("pause", *(self._node(n) for n in nodes))
+            self._docker("pause", *(self.container(n) for n in nodes))
+
+    # -- crash: docker stop -------------------------------------------------------------
+    def crash_node(self, node: str) -> None:
+        """Stop the container (SIGRTMIN+3, then SIGKILL after 2 s): kubelet, runtime and
+        pods are gone as on a crashed VM; the node's disk (/var) stays."""
+        self._docker("stop", "-t", "2", self.container(node))
+
+    # -- partition: docker network disconnect ---------------------------------------------
+    def partition_node(self, node: str) -> None:
+        """Cut the node off the cluster network; it keeps running and keeps its pods."""
+        nets = self._state(node)["networks"]
+        if self.network in nets:
+            self._addresses[node] = nets[self.network].get("IPAddress", "")
+            self._docker("network", "disconnect", self.network, self.container(node))
 
     def start_node(self, node: str) -> None:
-        if self.node_stopped(node):
-            self._docker("unpause", self._node(node))
+        """Undo whichever fault the node is in: unpause, start, or reconnect (same address)."""
+        info = self._state(node)
+        state = info["state"]
+        if state.get("Paused"):
+            self._docker("unpause", self.container(node))
+        elif not state.get("Running"):
+            self._docker("start", self.container(node))
+        if self.network not in info["networks"] and (self._addresses.get(node) or not state.get("Running")):
+            ip = self._addresses.pop(node, "")
+            self._docker("network", "connect", *(["--ip", ip] if ip else []), self.network, self.container(node))
 
     def node_stopped(self, node: str) -> bool:
-        return self._docker("inspect", "--format", "{{.State.Paused}}", self._node(node)) == "true"
+        info = self._state(node)
+        state = info["state"]
+        return bool(state.get("Paused")) or not state.get("Running") or self.network not in info["networks"]
 
+    # -- components ---------------------------------------------------------------------------
     def _manifests(self, component: str) -> tuple[str, str]:
         if component not in COMPONENTS:
             raise KeyError(f"kind cluster {self.cluster}: cannot stop {component!r}; known: {list(COMPONENTS)}")
@@ -247,44 +293,42 @@ class KindFaults:
         live, parked = self._manifests(component)
         self._docker("exec", self.control_plane, "sh", "-c", f"if [ -f {parked} ]; then mv {parked} {live}; fi")
 
+    def node_exec(self, node: str, command: str) -> str:
+        """Run a shell command on a node (e.g. read a file a pod wrote to a volume)."""
+        return self._docker("exec", self.container(node), "sh", "-c", command)
+
+
+# ---- backend --------------------------------------------------------------------------------
 
 @dataclass
 class KindBackend:
-    """A harness-owned multi-zone kind cluster."""
+    """A harness-owned multi-zone kind cluster: engine, image, network, cluster, provisioner."""
 
     cluster: str = "pvchaos"
     topology: Topology = field(default_factory=Topology)
-    k8s_version: str = DEFAULT_KIND_K8S
+    k8s_version: str = DEFAULT_K8S_VERSION
     feature_gates: dict[str, bool] | None = None
     kcm_flags: dict[str, str] | None = None
-    provisioner: str = "standard"
-    runner: Runner = run
     directory: Path | None = None
     name: str = "kind"
+    engine: Engine | None = None
+    image: str | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.cluster):
-            raise ValueError(f"kind cluster name {self.cluster!r}: use 1-40 lowercase letters, digits and '-'")
-        if self.provisioner not in PROVISIONERS:
-            raise ValueError(f"kind: provisioner {self.provisioner!r}: choose one of {list(PROVISIONERS)}")
-        self.config()  # image, gates and labels are refused here, before anything runs
+            raise ValueError(f"kind cluster name {self.cluster!r}: use 1-32 lowercase letters, digits and '-'")
+        self.config()  # version, gates and labels are refused here, before anything runs
         if self.directory is None:
-            self.directory = state_root() / f"kind-{self.cluster}"
+            self.directory = kind_directory(self.cluster)
 
     @classmethod
-    def from_options(cls, options: Any) -> KindBackend:
-        """From the run options (pvchaos.provider.Options). kind publishes one patch
-        release per minor, so a requested version picks its minor's image."""
+    def from_options(cls, options: Any, cluster: str = "pvchaos") -> KindBackend:
+        """From the run options (pvchaos.provider.Options)."""
         try:
-            version = DEFAULT_KIND_K8S
-            m = _VERSION.match(options.k8s_version or "")
-            if options.k8s_version and not m:
-                raise ValueError(f"kind: {options.k8s_version!r} is not a Kubernetes version")
-            if m:
-                version = f"v1.{m.group(1)}"
+            version = options.k8s_version or DEFAULT_K8S_VERSION
             gates = {**default_gates(version), **parse_feature_gates(options.feature_gates or "")}
-            return cls(topology=Topology.parse(options.zones, options.nodes_per_zone), k8s_version=version,
-                       feature_gates=gates)
+            return cls(cluster=cluster, topology=Topology.parse(options.zones, options.nodes_per_zone),
+                       k8s_version=version, feature_gates=gates)
         except ValueError as exc:
             raise ClusterError(str(exc)) from None
 
@@ -293,81 +337,180 @@ class KindBackend:
         assert self.directory is not None
         return self.directory / "kubeconfig"
 
-    def config(self) -> dict[str, Any]:
-        return kind_config(self.topology, self.k8s_version, self.feature_gates, self.kcm_flags)
+    @property
+    def network(self) -> str:
+        return f"pvchaos-{self.cluster}"
 
-    def preflight(self) -> None:
-        """Everything that can be refused before anything exists: provisioner, binaries,
-        a reachable Docker engine, a free cluster name."""
-        if self.provisioner == "harness":
-            raise ClusterError("kind backend: provisioner 'harness' (the zonal test provisioner) is not "
-                               "supported on kind yet; use --provisioner standard")
-        for tool, hint in (("kind", f"go install sigs.k8s.io/kind@{KIND_VERSION}"),
-                           ("docker", "install Docker Engine or Docker Desktop")):
-            if shutil.which(tool) is None:
-                raise ClusterError(f"kind backend: no `{tool}` on PATH ({hint})")
-        info = self.runner(["docker", "info", "--format", "{{.ServerVersion}}"])
-        if info.returncode != 0:
-            raise ClusterError(f"kind backend: no Docker engine reachable: {_last_line(info)}")
-        listed = self.runner(["kind", "get", "clusters"])
+    def config(self) -> dict[str, Any]:
+        return kind_config(self.topology, self.k8s_version, self.image or IMAGE_PLACEHOLDER, self.feature_gates,
+                           self.kcm_flags)
+
+    def _kind(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        assert self.engine is not None
+        env = {**self.engine.env(), "KIND_EXPERIMENTAL_DOCKER_NETWORK": self.network}
+        return subprocess.run([str(ensure_kind()), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+    def prepare(self) -> None:
+        """Everything that can be refused or built before a container exists: an engine,
+        kind, the node image, a free cluster name."""
+        try:
+            self.engine = self.engine or ensure_engine()
+            ensure_kind()
+            self.image = build_node_image(self.engine, self.k8s_version)
+        except (EngineError, BuildError) as exc:
+            raise ClusterError(str(exc)) from None
+        listed = self._kind("get", "clusters", timeout=60)
         if listed.returncode != 0:
-            raise ClusterError(f"kind get clusters: {_last_line(listed)}")
+            raise ClusterError(f"kind get clusters: {last_line(listed)}")
         if self.cluster in listed.stdout.split():
-            raise ClusterError(f"kind cluster {self.cluster!r} already exists; "
-                               f"run: kind delete cluster --name {self.cluster}")
+            raise ClusterError(f"kind cluster {self.cluster!r} already exists; remove it with "
+                               f"`pvchaos cluster down --backend kind --name {self.cluster}` or choose another --name")
+
+    def _create_network(self) -> None:
+        assert self.engine is not None
+        existing = docker(self.engine, ["network", "inspect", self.network], timeout=60)
+        if existing.returncode == 0:
+            raise ClusterError(f"kind backend: Docker network {self.network} exists already (a cluster of that "
+                               f"name left behind?); remove it with `docker network rm {self.network}`")
+        subnet = pick_subnet(self._taken_subnets())
+        proc = docker(self.engine, ["network", "create", "--driver", "bridge", "--subnet", subnet,
+                                    "--label", f"pvchaos.dev/cluster={self.cluster}",
+                                    "-o", "com.docker.network.bridge.enable_ip_masquerade=true", self.network])
+        if proc.returncode != 0:
+            raise ClusterError(f"kind backend: docker network create {self.network} ({subnet}): {last_line(proc)}")
+
+    def _taken_subnets(self) -> list[str]:
+        assert self.engine is not None
+        taken = []
+        nets = docker(self.engine, ["network", "ls", "-q"], timeout=60).stdout.split()
+        if nets:
+            out = docker(self.engine, ["network", "inspect", "--format",
+                                       "{{range .IPAM.Config}}{{.Subnet}} {{end}}", *nets], timeout=60).stdout
+            taken += out.split()
+        routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+        taken += [line.split()[0] for line in routes.splitlines() if line and line.split()[0][0].isdigit()]
+        return taken
 
     def up(self) -> ClusterHandle:
-        self.preflight()
-        cfg = self.config()
-        assert self.directory is not None
+        self.prepare()
+        assert self.directory is not None and self.image is not None
         self.directory.mkdir(parents=True, exist_ok=True)
         config_file = self.directory / "kind-config.yaml"
-        config_file.write_text(render_yaml(cfg, self.k8s_version))
-        image = node_image(self.k8s_version)
-        _log(f"creating kind cluster {self.cluster} ({image.tag}, {self.topology.node_count} workers)")
-        proc = self.runner(["kind", "create", "cluster", "--name", self.cluster, "--config", str(config_file),
-                            "--image", image.image, "--kubeconfig", str(self.kubeconfig), "--wait", WAIT])
-        if proc.returncode != 0:
-            self._delete()
-            raise ClusterError(f"kind create cluster {self.cluster}: {_last_line(proc)}")
-        return self.handle(cfg)
+        config_file.write_text(render_yaml(self.config(), self.k8s_version))
+        _log(f"creating kind cluster {self.cluster} ({self.k8s_version}, {self.topology.node_count} workers, "
+             f"image {self.image})")
+        start = time.monotonic()
+        try:
+            self._create_network()
+            proc = self._kind("create", "cluster", "--name", self.cluster, "--config", str(config_file),
+                              "--kubeconfig", str(self.kubeconfig), "--wait", WAIT, "--retain")
+            if proc.returncode != 0:
+                raise ClusterError(f"kind create cluster {self.cluster}: {last_line(proc)}"
+                                   f"{self._node_diagnosis()}")
+            self._await_nodes_ready()
+            self._start_provisioner()
+        except BaseException:
+            self._teardown(quiet=True)
+            raise
+        _log(f"kind cluster {self.cluster} ready in {time.monotonic() - start:.0f}s")
+        return self.handle()
 
-    def _delete(self) -> subprocess.CompletedProcess[str]:
-        proc = self.runner(["kind", "delete", "cluster", "--name", self.cluster, "--kubeconfig", str(self.kubeconfig)])
+    def _await_nodes_ready(self) -> None:
+        """kind's --wait covers the control plane; the suites need every worker Ready."""
+        kubectl = ensure_binaries(self.k8s_version, only=("kubernetes",)).kubectl
+        proc = subprocess.run([str(kubectl), "--kubeconfig", str(self.kubeconfig), "wait", "--for=condition=Ready",
+                               "nodes", "--all", "--timeout=120s"], capture_output=True, text=True, timeout=150)
+        if proc.returncode != 0:
+            raise ClusterError(f"kind cluster {self.cluster}: nodes not Ready within 120s: {last_line(proc)}"
+                               f"{self._node_diagnosis()}")
+
+    def _node_diagnosis(self) -> str:
+        """What a failed create leaves in the nodes' journals, in one clause."""
+        assert self.engine is not None
+        for container in (f"{self.cluster}-control-plane", *kind_node_names(self.cluster, self.topology).values()):
+            proc = docker(self.engine, ["exec", container, "sh", "-c",
+                                        "journalctl -u kubelet --no-pager -n 200 | grep -E ' E[0-9]{4} |failed' | tail -1"],
+                          timeout=30)
+            if proc.returncode == 0 and proc.stdout.strip():
+                return f" (kubelet on {container}: {proc.stdout.strip()[:300]})"
+        return ""
+
+    # -- provisioner on the host ---------------------------------------------------------------
+    @property
+    def _provisioner_state(self) -> Path:
+        assert self.directory is not None
+        return self.directory / "provisioner.json"
+
+    def _start_provisioner(self) -> None:
+        assert self.directory is not None
+        binary = ensure_binaries(self.k8s_version, only=("provisioner",)).provisioner
+        argv = [str(binary), f"--kubeconfig={self.kubeconfig}", f"-hostpath-root={HOSTPATH_VOLUME_ROOT}", "-v=2"]
+        _, record = spawn("provisioner", argv, self.directory / "provisioner.log", tie_to_parent=False)
+        self._provisioner_state.write_text(json.dumps(record.to_json()))
+
+    def _stop_provisioner(self) -> None:
+        try:
+            record = ProcessRecord.from_json(json.loads(self._provisioner_state.read_text()))
+        except (OSError, ValueError, KeyError):
+            return
+        stop(record, str(self.kubeconfig))
+        self._provisioner_state.unlink(missing_ok=True)
+
+    # -- down -----------------------------------------------------------------------------------
+    def _teardown(self, quiet: bool = False) -> list[str]:
+        """Provisioner, cluster, network, files, and the engine if pvchaos started it;
+        returns what could not be removed."""
+        problems = []
+        self._stop_provisioner()
+        if self.engine is None:
+            try:
+                self.engine = ensure_engine()
+            except EngineError as exc:
+                return [str(exc)]
+        proc = self._kind("delete", "cluster", "--name", self.cluster, "--kubeconfig", str(self.kubeconfig),
+                          timeout=300)
+        if proc.returncode != 0:
+            problems.append(f"kind delete cluster {self.cluster}: {last_line(proc)}")
+        net = docker(self.engine, ["network", "rm", self.network], timeout=60)
+        if net.returncode != 0 and "not found" not in (net.stderr or ""):
+            problems.append(f"docker network rm {self.network}: {last_line(net)}")
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
-        return proc
+        stop_engine(self.engine)
+        if problems and not quiet:
+            _log("; ".join(problems))
+        return problems
 
     def down(self, handle: ClusterHandle | None = None) -> None:
         if handle is not None and handle.name != self.cluster:
             raise ClusterError(f"kind backend for {self.cluster!r} asked to delete {handle.name!r}")
-        if shutil.which("kind") is None:
-            raise ClusterError(f"kind backend: no `kind` on PATH (go install sigs.k8s.io/kind@{KIND_VERSION})")
-        proc = self._delete()
-        if proc.returncode != 0:
-            raise ClusterError(f"kind delete cluster {self.cluster}: {_last_line(proc)}")
+        problems = self._teardown()
+        if problems:
+            raise ClusterError("; ".join(problems))
 
-    def handle(self, cfg: dict[str, Any] | None = None) -> ClusterHandle:
-        cfg = cfg or self.config()
+    def handle(self) -> ClusterHandle:
+        assert self.engine is not None
+        cfg = self.config()
         gates = dict(cfg.get("featureGates", {}))
         caps = {Capability.STATIC_PV, Capability.NODE_FAILURE, Capability.NODE_LABELS,
                 Capability.COMPONENT_RESTART, Capability.OWNED, Capability.EPHEMERAL_STORAGE,
-                Capability.DYNAMIC_LOCAL}
+                Capability.DYNAMIC_LOCAL, Capability.DYNAMIC_ZONAL, Capability.REAL_KUBELET}
         if len(self.topology.zones) >= 2:
             caps.add(Capability.ZONES)
         if gates.get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
-        image = node_image(self.k8s_version)
         names = kind_node_names(self.cluster, self.topology)
         kcm = DEFAULT_KCM_FLAGS if self.kcm_flags is None else self.kcm_flags
         return ClusterHandle(
             name=self.cluster, backend="kind", kubeconfig=self.kubeconfig, context=f"kind-{self.cluster}",
-            k8s_version=image.tag, capabilities=frozenset(caps), feature_gates=gates,
-            local_class_provisioner=STANDARD_PROVISIONER, faults=KindFaults(self.cluster, self.runner),
-            directory=self.directory,
+            k8s_version=self.k8s_version, capabilities=frozenset(caps), feature_gates=gates,
+            zonal_class_provisioner=ZONAL_PROVISIONER, local_class_provisioner=LOCAL_PROVISIONER,
+            faults=KindFaults(self.cluster, self.engine, names, self.network), directory=self.directory,
+            mountable_volumes=True,
             description={
-                "kind": KIND_VERSION, "node image": image.image,
-                "storage class": f"standard ({STANDARD_PROVISIONER}, WaitForFirstConsumer)",
+                "kind": KIND_VERSION, "node image": self.image or "",
+                "docker engine": f"{self.engine.host} ({'started by pvchaos' if self.engine.owned else 'the user'})",
+                "provisioners": f"{ZONAL_PROVISIONER}, {LOCAL_PROVISIONER} (hostPath under {HOSTPATH_VOLUME_ROOT})",
                 "node-monitor-grace-period": kcm.get("node-monitor-grace-period", "50s (upstream default)"),
                 "nodes": ", ".join(f"{k}={v}" for k, v in names.items()),
             },

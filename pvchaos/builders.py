@@ -48,6 +48,18 @@ def storage_class(name: str, provisioner: str, binding_mode: str = "WaitForFirst
     return sc
 
 
+def mountable(pv: Obj, root: str) -> Obj:
+    """The PV with a stand-in CSI source replaced by a hostPath directory under `root`
+    that a real kubelet creates; `local` and other sources are left alone."""
+    spec = pv.get("spec") or {}
+    csi = spec.get("csi")
+    if not csi or not str(csi.get("driver", "")).endswith(".pvchaos.dev"):
+        return pv
+    name = pv["metadata"]["name"]
+    rest = {k: v for k, v in spec.items() if k != "csi"}
+    return {**pv, "spec": {**rest, "hostPath": {"path": f"{root}/{name}", "type": "DirectoryOrCreate"}}}
+
+
 def persistent_volume(name: str, capacity: str, storage_class: str = "", access_modes: tuple[str, ...] = ("ReadWriteOnce",),
                       volume_mode: str | None = None, reclaim: str = "Retain", affinity: Obj | None = None,
                       labels: dict[str, str] | None = None, local_path: str | None = None,

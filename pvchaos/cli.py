@@ -12,13 +12,32 @@ import sys
 from pathlib import Path
 
 from clusters.backend import ClusterError
+from clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory
+from clusters.local.config import parse_feature_gates
+from clusters.topology import Topology
 from tools.build import BuildError
 from tools.versions import DEFAULT_K8S_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def _kind_backend(args: argparse.Namespace) -> KindBackend:
+    try:
+        gates = {**default_gates(args.k8s_version), **parse_feature_gates(args.feature_gates)}
+        return KindBackend(cluster=args.name, topology=Topology.parse(args.zones, args.nodes_per_zone),
+                           k8s_version=args.k8s_version, feature_gates=gates)
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
+
+
 def _cluster_up(args: argparse.Namespace) -> int:
+    if args.backend == "kind":
+        if args.disable_controller or args.disable_scheduler_plugin or args.no_provisioner:
+            raise ClusterError("cluster up --backend kind: --disable-controller, --disable-scheduler-plugin and "
+                               "--no-provisioner are for the local backend")
+        handle = _kind_backend(args).up()
+        print(f"export KUBECONFIG={handle.kubeconfig}")
+        return 0
     from clusters.local.cluster import LocalCluster
     from clusters.local.config import LocalClusterConfig, parse_feature_gates
     from clusters.topology import Topology
@@ -39,6 +58,17 @@ def _cluster_up(args: argparse.Namespace) -> int:
 def _cluster_down(args: argparse.Namespace) -> int:
     from clusters.local.registry import destroy, list_clusters
 
+    if args.backend == "kind" or args.all:
+        kinds = kind_clusters()
+        chosen_kind = kinds if args.all else [k for k in kinds if k == args.name]
+        if args.backend == "kind" and not args.all and not chosen_kind:
+            raise ClusterError(f"no kind cluster of pvchaos named {args.name!r}; see: pvchaos cluster list")
+        for name in chosen_kind:
+            KindBackend(cluster=name).down()
+            print(f"removed kind cluster {name}")
+        if args.backend == "kind":
+            return 0
+
     states = list_clusters()
     if args.all:
         chosen = states
@@ -55,6 +85,8 @@ def _cluster_down(args: argparse.Namespace) -> int:
 def _cluster_list(args: argparse.Namespace) -> int:
     from clusters.local.registry import list_clusters
 
+    for name in kind_clusters():
+        print(f"{name}\tkind\t-\tdetached\t{kind_directory(name) / 'kubeconfig'}")
     states = list_clusters()
     if not states:
         print("no local clusters")
@@ -72,6 +104,24 @@ def _build(args: argparse.Namespace) -> int:
     bins = ensure_binaries(args.k8s_version)
     for name, path in bins.all().items():
         print(f"{name}\t{path}")
+    return 0
+
+
+def _kind_build_image(args: argparse.Namespace) -> int:
+    from clusters.kind import parse_version
+    from tools.docker_engine import EngineError, ensure_engine, stop_engine
+    from tools.nodeimage.build import build_node_image, ensure_kind
+
+    parse_version(args.k8s_version)
+    try:
+        engine = ensure_engine()
+    except EngineError as exc:
+        raise ClusterError(str(exc)) from None
+    try:
+        ensure_kind()
+        print(build_node_image(engine, args.k8s_version))
+    finally:
+        stop_engine(engine)
     return 0
 
 
@@ -106,8 +156,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pvchaos", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    cl = sub.add_parser("cluster", help="local clusters").add_subparsers(dest="action", required=True)
-    up = cl.add_parser("up", help="start a local cluster that outlives this command")
+    cl = sub.add_parser("cluster", help="local and kind clusters").add_subparsers(dest="action", required=True)
+    up = cl.add_parser("up", help="start a cluster that outlives this command")
+    up.add_argument("--backend", default="local", choices=("local", "kind"))
     up.add_argument("--name", default="pvchaos")
     up.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
     up.add_argument("--zones", default="3")
@@ -118,10 +169,11 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--disable-scheduler-plugin", action="append", default=[], metavar="NAME")
     up.add_argument("--no-provisioner", action="store_true", help="do not start the zonal test provisioner")
     up.set_defaults(func=_cluster_up)
-    down = cl.add_parser("down", help="stop a local cluster and remove its directory")
+    down = cl.add_parser("down", help="stop a cluster and remove what it left")
+    down.add_argument("--backend", default="local", choices=("local", "kind"))
     which = down.add_mutually_exclusive_group(required=True)
     which.add_argument("--name")
-    which.add_argument("--all", action="store_true", help="every local cluster, including leftovers")
+    which.add_argument("--all", action="store_true", help="every local and kind cluster, including leftovers")
     down.set_defaults(func=_cluster_down)
     cl.add_parser("list", help="local clusters and their health").set_defaults(func=_cluster_list)
 
@@ -145,6 +197,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--feature-gates", default="")
     r.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --, passed to pytest")
     r.set_defaults(func=_run)
+
+    k = sub.add_parser("kind", help="kind backend tools").add_subparsers(dest="action", required=True)
+    bi = k.add_parser("build-image", help="build (or find cached) the offline kind node image of a version")
+    bi.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
+    bi.set_defaults(func=_kind_build_image)
 
     t = sub.add_parser("selftest", help="the harness's own tests")
     t.add_argument("pytest_args", nargs=argparse.REMAINDER)

@@ -186,7 +186,7 @@ def _connect_external(options: Options) -> tuple[ClusterHandle, Any]:
     if options.backend == "kind":
         from clusters.kind import KindBackend
 
-        backend = KindBackend.from_options(options)
+        backend = KindBackend.from_options(options, cluster=f"pvchaos-{secrets.token_hex(3)}")
         return backend.up(), backend
     raise ClusterError(f"unknown backend {options.backend!r}; use local, kind or existing")
 

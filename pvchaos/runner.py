@@ -135,14 +135,39 @@ def pytest_argv(req: RunRequest) -> list[str]:
 
 def run(req: RunRequest) -> int:
     """The main job; returns pytest's exit code (non-zero when anything failed)."""
-    from pvchaos import report
-
     validate(req)
+    engine = None
     if req.backend == "local":
         from tools.build import ensure_binaries
         from tools.versions import DEFAULT_K8S_VERSION
 
         ensure_binaries(req.k8s_version or DEFAULT_K8S_VERSION)
+    if req.backend == "kind":
+        engine = prepare_kind(req)
+    try:
+        return _run_and_report(req)
+    finally:
+        if engine is not None:
+            from tools.docker_engine import stop_engine
+
+            stop_engine(engine)
+
+
+def prepare_kind(req: RunRequest):  # type: ignore[no-untyped-def]
+    """Engine, kind and node image before pytest starts, so a missing piece is one line
+    (and not one error per test); returns the engine, stopped at the end if ours."""
+    from clusters.kind import KindBackend
+    from pvchaos.provider import Options
+
+    backend = KindBackend.from_options(Options(backend="kind", k8s_version=req.k8s_version,
+                                               feature_gates=req.feature_gates))
+    backend.prepare()
+    return backend.engine
+
+
+def _run_and_report(req: RunRequest) -> int:
+    from pvchaos import report
+
     results = req.report_dir / "allure-results"
     if results.exists():
         for old in results.iterdir():

@@ -12,9 +12,9 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from clusters.backend import ClusterHandle
+from clusters.backend import HOSTPATH_VOLUME_ROOT, ClusterHandle
 from clusters.kube import Kube
-from pvchaos import naming
+from pvchaos import builders, naming
 from pvchaos.cleanup import Cleanup
 from pvchaos.resources import Obj, get_raw, list_raw
 from pvchaos.waiting import wait_for
@@ -90,6 +90,8 @@ class Workspace:
         meta["labels"] = {**self.labels, **(meta.get("labels") or {})}
         namespaced = _creators(self.kube)[kind][0]
         namespace = self.namespace if namespaced else None
+        if kind == "PersistentVolume" and self.cluster.mountable_volumes:
+            obj = builders.mountable(obj, HOSTPATH_VOLUME_ROOT)
         created = create_raw(self.kube, obj, namespace)
         name = created["metadata"]["name"]
         if kind != "Namespace":

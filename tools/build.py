@@ -29,6 +29,7 @@ from tools.versions import DEFAULT_ETCD_VERSION, DEFAULT_KWOK_VERSION
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROVISIONER_SRC = REPO_ROOT / "tools" / "provisioner"
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+K8S_NODE_COMMANDS = ("kubelet", "kubeadm")  # what a kind node image adds (tools/nodeimage)
 
 
 class BuildError(RuntimeError):
@@ -142,8 +143,8 @@ def _install(built: Path, target: Path) -> None:
     tmp.replace(target)
 
 
-def build_kubernetes(version: str, out_dir: Path, log: Path) -> None:
-    """kube-apiserver, kube-controller-manager, kube-scheduler and kubectl at `version`."""
+def build_kubernetes(version: str, out_dir: Path, log: Path, commands: Iterable[str] = K8S_COMMANDS) -> None:
+    """`commands` of k8s.io/kubernetes at `version` (default: the control plane and kubectl)."""
     go = _require_go()
     wrapper = out_dir / "src"
     wrapper.mkdir(parents=True, exist_ok=True)
@@ -156,7 +157,7 @@ def build_kubernetes(version: str, out_dir: Path, log: Path) -> None:
     _log(f"k8s.io/kubernetes {version}: wrapper with {len(upstream.local_replaces)} staging replaces")
     _run_go([go, "mod", "download", "k8s.io/kubernetes"], wrapper, log, f"download k8s.io/kubernetes@{version}")
     ldflags = gomod.version_ldflags(version)
-    for name in K8S_COMMANDS:
+    for name in commands:
         target = out_dir / name
         if target.exists():
             continue
@@ -285,6 +286,8 @@ def _build_missing(wanted: set[str], k8s_version: str, etcd_version: str, kwok_v
                    k8s_dir: Path, etcd_dir: Path, kwok_dir: Path, prov_dir: Path, logs: Path) -> None:
     if "kubernetes" in wanted and not all((k8s_dir / n).exists() for n in K8S_COMMANDS):
         build_kubernetes(k8s_version, k8s_dir, logs / f"kubernetes-{k8s_version}.log")
+    if "kubernetes-node" in wanted and not all((k8s_dir / n).exists() for n in K8S_NODE_COMMANDS):
+        build_kubernetes(k8s_version, k8s_dir, logs / f"kubernetes-{k8s_version}.log", K8S_NODE_COMMANDS)
     if "etcd" in wanted:
         build_etcd(etcd_version, etcd_dir, logs / f"etcd-{etcd_version}.log")
     if "kwok" in wanted:

@@ -5,27 +5,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from clusters.kind import (
-    CONFIG_DIR, DEFAULT_CONFIG_FILE, IMAGES_FILE, KIND_VERSION, kind_config, kind_node_names, node_image,
-    node_images, render_yaml,
-)
+from clusters.kind import CONFIG_DIR, DEFAULT_CONFIG_FILE, kind_config, kind_node_names, pick_subnet, render_yaml
 from clusters.topology import Topology
+from tools.nodeimage.recipe import KIND_VERSION
 
-PATCH_VERSIONS = {34: "v1.34.11", 35: "v1.35.8", 36: "v1.36.4", 37: "v1.37.0"}
+PATCH_VERSIONS = {34: "v1.34.6", 35: "v1.35.4", 36: "v1.36.3", 37: "v1.37.2"}
 
 
 def kind_configs() -> list[Path]:
-    """Every kind Cluster config in kind-config/ (the image table is the only other file)."""
+    """Every kind Cluster config in kind-config/."""
     files = sorted(CONFIG_DIR.glob("*.yaml"))
     configs = [f for f in files if (yaml.safe_load(f.read_text()) or {}).get("kind") == "Cluster"]
-    assert set(files) - set(configs) == {IMAGES_FILE}, "a file in kind-config/ is neither a config nor the image table"
+    assert set(files) == set(configs), "a file in kind-config/ is not a kind Cluster config"
     return configs
 
 
@@ -45,14 +42,21 @@ def test_default_config_is_three_zones_of_two_workers() -> None:
     assert [n["labels"]["storage"] for n in workers] == ["ssd", "standard"] * 3
     assert all("kubernetes.io/hostname" not in n["labels"] for n in workers), "the kubelet sets the hostname"
     assert cfg["featureGates"] == {"MutablePVNodeAffinity": True}
-    patch = yaml.safe_load(cfg["kubeadmConfigPatches"][0])
-    assert patch == {"kind": "ClusterConfiguration", "controllerManager": {"extraArgs": {
-        "node-monitor-grace-period": "8s", "node-monitor-period": "1s"}}}
-    assert {n["image"] for n in cfg["nodes"]} == {node_image("v1.35").image}
+    patches = [yaml.safe_load(p) for p in cfg["kubeadmConfigPatches"]]
+    assert {"kind": "ClusterConfiguration", "controllerManager": {"extraArgs": {
+        "node-monitor-grace-period": "8s", "node-monitor-period": "1s"}}} in patches
+    init = next(p for p in patches if p["kind"] == "InitConfiguration")
+    assert init["skipPhases"] == ["addon/coredns", "addon/kube-proxy"]
+    kubelet = next(p for p in patches if p["kind"] == "KubeletConfiguration")
+    assert kubelet["failCgroupV1"] is False, "1.35+ kubelets refuse cgroup v1 hosts without it"
+    assert cfg["networking"] == {"ipFamily": "ipv4", "disableDefaultCNI": True, "kubeProxyMode": "none"}
+    names = [yaml.safe_load(n["kubeadmConfigPatches"][0])["nodeRegistration"]["name"] for n in workers]
+    assert names == ["zone-a-1", "zone-a-2", "zone-b-1", "zone-b-2", "zone-c-1", "zone-c-2"]
+    assert len({n["image"] for n in cfg["nodes"]}) == 1
 
 
 def test_topology_drives_the_workers() -> None:
-    cfg = kind_config(Topology(zones=("east", "west"), nodes_per_zone=3), "v1.36")
+    cfg = kind_config(Topology(zones=("east", "west"), nodes_per_zone=3), "v1.36.3")
     assert len(cfg["nodes"]) == 7
     assert [n["labels"]["topology.kubernetes.io/zone"] for n in cfg["nodes"][1:]] == ["east"] * 3 + ["west"] * 3
     assert kind_node_names("t", Topology(zones=("east", "west"), nodes_per_zone=1)) == {
@@ -60,9 +64,23 @@ def test_topology_drives_the_workers() -> None:
 
 
 def test_gate_is_refused_where_it_does_not_exist() -> None:
-    assert "featureGates" not in kind_config(k8s_version="v1.34")
+    assert "featureGates" not in kind_config(k8s_version="v1.34.6")
     with pytest.raises(ValueError, match="MutablePVNodeAffinity does not exist before v1.35"):
-        kind_config(k8s_version="v1.34", feature_gates={"MutablePVNodeAffinity": True})
+        kind_config(k8s_version="v1.34.6", feature_gates={"MutablePVNodeAffinity": True})
+
+
+def test_versions_are_releases_of_supported_minors() -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes release"):
+        kind_config(k8s_version="v1.35")
+    with pytest.raises(ValueError, match="v1.33 is not supported"):
+        kind_config(k8s_version="v1.33.1")
+
+
+def test_subnet_avoids_every_taken_network() -> None:
+    assert pick_subnet([]) == "172.30.0.0/24"
+    assert pick_subnet(["172.30.0.0/24", "172.30.1.128/25", "10.0.0.0/8", "fc00::/64"]) == "172.30.2.0/24"
+    with pytest.raises(ValueError, match="clashes"):
+        pick_subnet(["172.30.0.0/16"])
 
 
 def test_labels_the_kubelet_may_not_set_are_refused() -> None:
@@ -72,24 +90,9 @@ def test_labels_the_kubelet_may_not_set_are_refused() -> None:
     assert cfg["nodes"][1]["labels"]["node.kubernetes.io/pool"] == "a"
 
 
-def test_image_table_pins_each_minor_by_digest() -> None:
-    images = node_images()
-    assert sorted(images) == [34, 35, 36, 37]
-    for minor, img in images.items():
-        assert img.tag == PATCH_VERSIONS[minor]
-        assert re.fullmatch(rf"kindest/node:{re.escape(img.tag)}@sha256:[0-9a-f]{{64}}", img.image)
-        assert img.verified
-    assert node_image("1.36").tag == "v1.36.4"
-    assert node_image("v1.36.4").tag == "v1.36.4"
-    with pytest.raises(ValueError, match="publishes v1.36.4 for v1.36, not v1.36.1"):
-        node_image("v1.36.1")
-    with pytest.raises(ValueError, match="no node image for v1.33"):
-        node_image("v1.33")
-
-
 # ---- kind's own code -----------------------------------------------------------------
 
-def run_kindcheck(kindcheck: Path, *files: Path, versions: str = "v1.35.8,v1.36.4,v1.37.0") -> list[dict]:
+def run_kindcheck(kindcheck: Path, *files: Path, versions: str = "v1.35.4,v1.36.3,v1.37.2") -> list[dict]:
     proc = subprocess.run([str(kindcheck), "-k8s", versions, *map(str, files)],
                           capture_output=True, text=True, timeout=120)
     results = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -103,7 +106,7 @@ def test_kind_loads_validates_and_patches_every_config(kindcheck: Path, config: 
     assert res["ok"], res.get("error")
     assert [n["role"] for n in res["nodes"]] == ["control-plane"] + ["worker"] * 6
     assert res["featureGates"] == {"MutablePVNodeAffinity": True}
-    for version, want_api in (("v1.35.8", "v1beta3"), ("v1.36.4", "v1beta4"), ("v1.37.0", "v1beta4")):
+    for version, want_api in (("v1.35.4", "v1beta3"), ("v1.36.3", "v1beta4"), ("v1.37.2", "v1beta4")):
         r = res["rendered"][version]
         assert r["kubeadmAPIVersion"] == f"kubeadm.k8s.io/{want_api}"
         assert r["controllerManagerArgs"]["node-monitor-grace-period"] == "8s"
@@ -111,20 +114,16 @@ def test_kind_loads_validates_and_patches_every_config(kindcheck: Path, config: 
         assert "MutablePVNodeAffinity=true" in r["apiServerArgs"]["feature-gates"]
         assert r["kubelet"]["nodeLeaseDurationSeconds"] == 4
         assert r["kubelet"]["nodeStatusUpdateFrequency"] == "2s"
+        assert r["kubelet"]["failCgroupV1"] is False
         assert r["unmatchedPatchKinds"] is None, "a patch matched no kubeadm document"
         assert "topology.kubernetes.io/zone=zone-a" in r["nodeLabels"][1]
         assert "topology.kubernetes.io/zone=zone-c" in r["nodeLabels"][6]
 
 
-def test_image_table_default_is_kinds_own_default(kindcheck: Path) -> None:
-    (res,) = run_kindcheck(kindcheck, DEFAULT_CONFIG_FILE)
-    assert res["defaultImage"] == node_image("v1.37").image
-
-
 @pytest.mark.parametrize("minor", sorted(PATCH_VERSIONS))
 def test_generated_config_for_each_minor_passes_kind(kindcheck: Path, tmp_path: Path, minor: int) -> None:
     f = tmp_path / f"v1.{minor}.yaml"
-    f.write_text(render_yaml(kind_config(k8s_version=f"v1.{minor}"), f"v1.{minor}"))
+    f.write_text(render_yaml(kind_config(k8s_version=PATCH_VERSIONS[minor]), PATCH_VERSIONS[minor]))
     (res,) = run_kindcheck(kindcheck, f, versions=PATCH_VERSIONS[minor])
     assert res["ok"], res.get("error")
     args = res["rendered"][PATCH_VERSIONS[minor]]["apiServerArgs"]

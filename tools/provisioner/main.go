@@ -9,7 +9,9 @@
 //   - the local one writes `local` PVs pinned by kubernetes.io/hostname to the
 //     selected node, like local-path provisioners.
 //
-// No storage exists behind the PVs: KWOK nodes never mount anything.
+// No storage exists behind the PVs on KWOK nodes, which never mount anything. With
+// -hostpath-root (the kind backend) every PV is instead a hostPath directory that a
+// real kubelet creates and mounts on the node the PV's affinity allows.
 package main
 
 import (
@@ -31,6 +33,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "path to the cluster's kubeconfig")
 	zonalName := flag.String("zonal-name", "zonal.csi.pvchaos.dev", "provisioner name of zonal volumes")
 	localName := flag.String("local-name", "local.csi.pvchaos.dev", "provisioner name of node-local volumes")
+	flag.StringVar(&hostPathRoot, "hostpath-root", "", "make mountable hostPath PVs under this node directory (real kubelets)")
 	klog.InitFlags(nil)
 	flag.Parse()
 

@@ -54,11 +54,11 @@ func (p *zonalProvisioner) Provision(ctx context.Context, opts controller.Provis
 		zone = zones[pick(opts.PVName, len(zones))]
 	}
 	pv := basePV(opts)
-	pv.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+	pv.Spec.PersistentVolumeSource = volumeSource(v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
 		Driver:       opts.StorageClass.Provisioner,
 		VolumeHandle: opts.PVName,
 		FSType:       "ext4",
-	}}
+	}}, opts.PVName)
 	pv.Spec.NodeAffinity = affinity(zoneKey, zone)
 	return pv, controller.ProvisioningFinished, nil
 }
@@ -98,14 +98,27 @@ func (p *localProvisioner) Provision(ctx context.Context, opts controller.Provis
 		hostname = node.Name
 	}
 	pv := basePV(opts)
-	pv.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{
+	pv.Spec.PersistentVolumeSource = volumeSource(v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{
 		Path: "/var/lib/pvchaos/" + opts.PVName,
-	}}
+	}}, opts.PVName)
 	pv.Spec.NodeAffinity = affinity(hostnameKey, hostname)
 	return pv, controller.ProvisioningFinished, nil
 }
 
 func (p *localProvisioner) Delete(context.Context, *v1.PersistentVolume) error { return nil }
+
+// hostPathRoot, when set, replaces every source by a hostPath directory under it.
+var hostPathRoot string
+
+// volumeSource is `stand` (a source only the API server sees) unless a real kubelet
+// must mount the volume: then a directory it creates on the node the affinity picks.
+func volumeSource(stand v1.PersistentVolumeSource, name string) v1.PersistentVolumeSource {
+	if hostPathRoot == "" {
+		return stand
+	}
+	kind := v1.HostPathDirectoryOrCreate
+	return v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostPathRoot + "/" + name, Type: &kind}}
+}
 
 // basePV copies what the claim asks for: capacity, access modes, volume mode, class, reclaim policy.
 func basePV(opts controller.ProvisionOptions) *v1.PersistentVolume {

@@ -1,0 +1,1 @@
+"""kind node images built offline (see recipe.py for why and what goes in)."""
