@@ -88,8 +88,10 @@ def fail_nodes(cleanup: Cleanup, cluster: ClusterHandle, nodes: list[NodeName], 
 
 @allure.step("take every zone down")
 def cluster_outage(cleanup: Cleanup, cluster: ClusterHandle, kube: Kube) -> list[NodeName]:
+    """Every node of every zone (a control-plane node, in no zone, keeps running)."""
     nodes, _ = list_raw(kube, "Node")
-    return fail_nodes(cleanup, cluster, sorted(NodeName(n["metadata"]["name"]) for n in nodes), "every zone")
+    zonal = [n for n in nodes if (n["metadata"].get("labels") or {}).get(ZONE_KEY)]
+    return fail_nodes(cleanup, cluster, sorted(NodeName(n["metadata"]["name"]) for n in zonal), "every zone")
 
 
 def zones(kube: Kube) -> list[ZoneName]:

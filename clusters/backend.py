@@ -77,6 +77,15 @@ class ClusterHandle:
         except (IndexError, ValueError):
             return 0
 
+    def component_log(self, component: str) -> str | None:
+        """A control-plane component's log, where the backend can read it (local: its
+        file; kind: the static pod's log on the control plane); None elsewhere."""
+        reader = getattr(self.faults, "component_log", None)
+        if reader is not None:
+            return str(reader(component))
+        path = self.directory / "logs" / f"{component}.log" if self.directory else None
+        return path.read_text(errors="replace") if path is not None and path.exists() else None
+
     def has(self, capability: str) -> bool:
         return capability in self.capabilities
 

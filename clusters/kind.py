@@ -163,6 +163,11 @@ def kind_node_names(cluster: str, topology: Topology) -> dict[str, str]:
     return {spec.name: f"{cluster}-worker{'' if i == 0 else i + 1}" for i, spec in enumerate(topology.nodes())}
 
 
+def kind_containers(cluster: str, topology: Topology) -> dict[str, str]:
+    """Every node name -> container: the workers and the control plane (a Node too)."""
+    return {**kind_node_names(cluster, topology), f"{cluster}-control-plane": f"{cluster}-control-plane"}
+
+
 def pick_subnet(taken: Sequence[str], pool: ipaddress.IPv4Network = SUBNET_POOL) -> str:
     """The first /24 of `pool` that overlaps none of the `taken` networks."""
     used = [ipaddress.ip_network(t, strict=False) for t in taken if ":" not in t]
@@ -292,6 +297,11 @@ class KindFaults:
     def start_component(self, component: str) -> None:
         live, parked = self._manifests(component)
         self._docker("exec", self.control_plane, "sh", "-c", f"if [ -f {parked} ]; then mv {parked} {live}; fi")
+
+    def component_log(self, component: str) -> str:
+        """The static pod's container log on the control plane (what kubelet keeps)."""
+        return self._docker("exec", self.control_plane, "sh", "-c",
+                            f"cat /var/log/pods/kube-system_{component}-*/{component}/*.log 2>/dev/null || true")
 
     def node_exec(self, node: str, command: str) -> str:
         """Run a shell command on a node (e.g. read a file a pod wrote to a volume)."""
@@ -505,7 +515,8 @@ class KindBackend:
             name=self.cluster, backend="kind", kubeconfig=self.kubeconfig, context=f"kind-{self.cluster}",
             k8s_version=self.k8s_version, capabilities=frozenset(caps), feature_gates=gates,
             zonal_class_provisioner=ZONAL_PROVISIONER, local_class_provisioner=LOCAL_PROVISIONER,
-            faults=KindFaults(self.cluster, self.engine, names, self.network), directory=self.directory,
+            faults=KindFaults(self.cluster, self.engine, kind_containers(self.cluster, self.topology), self.network),
+            directory=self.directory,
             mountable_volumes=True,
             description={
                 "kind": KIND_VERSION, "node image": self.image or "",

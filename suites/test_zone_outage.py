@@ -13,7 +13,7 @@ import allure
 import pytest
 
 from chaos import nodes as chaos_nodes
-from clusters.topology import HOSTNAME_KEY
+from clusters.topology import HOSTNAME_KEY, ZONE_KEY
 from pvchaos import builders as b
 from pvchaos import expect as x
 from pvchaos.nodes import UNREACHABLE, has_taint, node_ready_status
@@ -30,6 +30,8 @@ def _pods_on_every_node(ws: Workspace, tolerate: int) -> dict[str, str]:
     """One pod per node tolerating the unreachable taint for `tolerate` s; pod -> node."""
     placed = {}
     for n in ws.list("Node"):
+        if not x.label(n, ZONE_KEY):
+            continue  # a control-plane node (kind) is in no zone and takes no pods
         node = n["metadata"]["name"]
         pod = f"on-{node}"
         ws.create(b.pod(pod, node_selector={HOSTNAME_KEY: x.label(n, HOSTNAME_KEY) or node}, tolerations=[
@@ -76,16 +78,20 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
     tainters. Measured here in 1.35: a taint already in flight (one per zone at most) can
     land just after that and is then never removed, so pods on that node are evicted on
     their toleration. The test asserts the rule for every other node and reports the race."""
+    outside = [n["metadata"]["name"] for n in ws.list("Node") if not x.label(n, ZONE_KEY)]
+    if outside:
+        pytest.skip(f"nodes {outside} are in no zone and stay up (kind's control plane): the node-lifecycle "
+                    "controller counts them as a healthy zone, so every zone is never down")
     placed = _pods_on_every_node(ws, tolerate=10)
     nodes = sorted(set(placed.values()))
     zones = chaos_nodes.zones(ws.kube)
     chaos_nodes.cluster_outage(ws.cleanup, ws.cluster, ws.kube)
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "Unknown" for n in nodes)
                    else None, "every node Unknown", timeout=60)
-    log = ws.cluster.directory / "logs" / "kube-controller-manager.log" if ws.cluster.directory else None
-    if log is not None:
-        poll_until(lambda: True if "Entering master disruption mode" in log.read_text(errors="replace") else None,
-                   15, "kube-controller-manager enters master disruption mode")
+    if ws.cluster.component_log("kube-controller-manager") is not None:
+        poll_until(lambda: True if "Entering master disruption mode" in (
+            ws.cluster.component_log("kube-controller-manager") or "") else None,
+            15, "kube-controller-manager enters master disruption mode")
     tainted_late: set[str] = set()
 
     def evicted_untainted(st: dict[str, Obj]) -> str | None:
