@@ -467,9 +467,9 @@ class KindBackend:
         self._provisioner_state.unlink(missing_ok=True)
 
     # -- down -----------------------------------------------------------------------------------
-    def _teardown(self, quiet: bool = False) -> list[str]:
-        """Provisioner, cluster, network, files, and the engine if pvchaos started it;
-        returns what could not be removed."""
+    def _teardown(self, quiet: bool = False, keep_engine: bool = False) -> list[str]:
+        """Provisioner, cluster, network, files, and the engine if pvchaos started it
+        (unless `keep_engine`); returns what could not be removed."""
         problems = []
         self._stop_provisioner()
         if self.engine is None:
@@ -486,15 +486,16 @@ class KindBackend:
             problems.append(f"docker network rm {self.network}: {last_line(net)}")
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
-        stop_engine(self.engine)
+        if not keep_engine:
+            stop_engine(self.engine)
         if problems and not quiet:
             _log("; ".join(problems))
         return problems
 
-    def down(self, handle: ClusterHandle | None = None) -> None:
+    def down(self, handle: ClusterHandle | None = None, keep_engine: bool = False) -> None:
         if handle is not None and handle.name != self.cluster:
             raise ClusterError(f"kind backend for {self.cluster!r} asked to delete {handle.name!r}")
-        problems = self._teardown()
+        problems = self._teardown(keep_engine=keep_engine)
         if problems:
             raise ClusterError("; ".join(problems))
 

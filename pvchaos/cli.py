@@ -126,7 +126,7 @@ def _kind_build_image(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pvchaos.runner import RunRequest, run
+    from pvchaos.runner import RunRequest, run_backends
 
     extra = list(args.pytest_args)
     if extra and extra[0] == "--":
@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         allow_disruptive=args.allow_disruptive, allow_contexts=tuple(args.allow_context),
         feature_gates=args.feature_gates, pytest_args=tuple(extra),
     )
-    return run(req)
+    return run_backends(req)
 
 
 def _selftest(args: argparse.Namespace) -> int:
@@ -182,7 +182,8 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_build)
 
     r = sub.add_parser("run", help="run the suites and write the Allure report (the main job)")
-    r.add_argument("--backend", default="local", choices=("local", "kind", "existing"))
+    r.add_argument("--backend", default="local",
+                   help="local, kind or existing; several comma-separated (local,kind) run side by side")
     r.add_argument("--k8s-version", default="")
     r.add_argument("--suites", action="append", default=[], help="comma-separated suite names (default: all)")
     r.add_argument("-k", default=None, help="pytest -k expression")

@@ -8,10 +8,11 @@ one line and no cluster.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -151,6 +152,48 @@ def run(req: RunRequest) -> int:
             from tools.docker_engine import stop_engine
 
             stop_engine(engine)
+
+
+BACKENDS = ("local", "kind", "existing")
+
+
+def backends_of(text: str) -> list[str]:
+    """`local,kind` -> ["local", "kind"]; an unknown or repeated name is refused."""
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    unknown = [b for b in names if b not in BACKENDS]
+    if not names or unknown or len(set(names)) != len(names):
+        raise UsageError(f"--backend {text!r}: give one or more of {', '.join(BACKENDS)}, comma-separated, each once")
+    return names
+
+
+def run_backends(req: RunRequest) -> int:
+    """The same suites on each backend in turn (each with a full report of its own under
+    <report dir>/<backend>/), then one report with both and the verdict table."""
+    from pvchaos import compare_backends as cmp
+    from pvchaos import report
+
+    backends = backends_of(req.backend)
+    if len(backends) == 1:
+        return run(req)
+    runs = [replace(req, backend=b, report_dir=req.report_dir / b) for b in backends]
+    for one in runs:
+        validate(one)
+    codes = [run(one) for one in runs]
+    merged = req.report_dir / "allure-results"
+    if merged.exists():
+        shutil.rmtree(merged)
+    by_backend = {}
+    for one in runs:
+        cmp.merge_into(merged, one.backend, one.report_dir / "allure-results")
+        by_backend[one.backend] = cmp.verdicts(cmp.load_results(one.report_dir / "allure-results"))
+    rows = cmp.compare(by_backend)
+    table = cmp.render_markdown(rows, backends)
+    (req.report_dir / "backends.md").write_text(table)
+    cmp.write_comparison_result(merged, rows, backends)
+    html = report.build_report(req.report_dir, {**environment(req), "backend": " and ".join(backends)})
+    print(table.splitlines()[-1])
+    print(f"verdicts by backend: {req.report_dir / 'backends.md'}\nAllure report (both backends): {html}")
+    return max(codes) or (1 if cmp.unexplained(rows) else 0)
 
 
 def prepare_kind(req: RunRequest):  # type: ignore[no-untyped-def]
