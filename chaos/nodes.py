@@ -28,29 +28,27 @@ def fail_node(cleanup: Cleanup, cluster: ClusterHandle, node: str) -> NodeName:
     return NodeName(node)
 
 
-def _container_faults(cluster: ClusterHandle, fault: str):  # type: ignore[no-untyped-def]
+def _container_fault(cleanup: Cleanup, cluster: ClusterHandle, node: str, fault: str, undo: str) -> NodeName:
+    """A fault only container backends have (kind); the node's return is registered first."""
     faults = _faults(cluster)
-    if not hasattr(faults, fault):
+    inject = getattr(faults, fault, None)
+    if inject is None:
         raise RuntimeError(f"backend {cluster.backend} has no {fault.replace('_', ' ')} (it needs containers: kind)")
-    return faults
+    cleanup.push(f"{undo} {node}", lambda: faults.start_node(node))
+    inject(node)
+    return NodeName(node)
 
 
 @allure.step("crash node {node} (its kubelet, runtime and containers stop)")
 def crash_node(cleanup: Cleanup, cluster: ClusterHandle, node: str) -> NodeName:
-    """Stop the node's machine, not only its heartbeat; the restart is registered first."""
-    faults = _container_faults(cluster, "crash_node")
-    cleanup.push(f"boot node {node} again", lambda: faults.start_node(node))
-    faults.crash_node(node)
-    return NodeName(node)
+    """Stop the node's machine, not only its heartbeat."""
+    return _container_fault(cleanup, cluster, node, "crash_node", "boot again node")
 
 
 @allure.step("partition node {node} from the cluster network")
 def partition_node(cleanup: Cleanup, cluster: ClusterHandle, node: str) -> NodeName:
-    """Disconnect the node's network; it keeps running. Reconnection is registered first."""
-    faults = _container_faults(cluster, "partition_node")
-    cleanup.push(f"reconnect node {node}", lambda: faults.start_node(node))
-    faults.partition_node(node)
-    return NodeName(node)
+    """Disconnect the node's network; it keeps running and keeps its pods."""
+    return _container_fault(cleanup, cluster, node, "partition_node", "reconnect node")
 
 
 @allure.step("restore node {node}")

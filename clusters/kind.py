@@ -323,6 +323,10 @@ class KindBackend:
     name: str = "kind"
     engine: Engine | None = None
     image: str | None = None
+    detached: bool = False  # outlives this process (`cluster up`); else its provisioner dies with us
+    # The cluster's network is ours to remove: true for a cluster pvchaos made earlier
+    # (`cluster down`); `up` clears it until it has created the network itself.
+    _owns_network: bool = field(default=True, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.cluster):
@@ -383,6 +387,7 @@ class KindBackend:
             raise ClusterError(f"kind backend: Docker network {self.network} exists already (a cluster of that "
                                f"name left behind?); remove it with `docker network rm {self.network}`")
         subnet = pick_subnet(self._taken_subnets())
+        self._owns_network = True  # from here on, ours to remove (a failed create may leave it half made)
         proc = docker(self.engine, ["network", "create", "--driver", "bridge", "--subnet", subnet,
                                     "--label", f"pvchaos.dev/cluster={self.cluster}",
                                     "-o", "com.docker.network.bridge.enable_ip_masquerade=true", self.network])
@@ -410,6 +415,7 @@ class KindBackend:
         _log(f"creating kind cluster {self.cluster} ({self.k8s_version}, {self.topology.node_count} workers, "
              f"image {self.image})")
         start = time.monotonic()
+        self._owns_network = False
         try:
             self._create_network()
             proc = self._kind("create", "cluster", "--name", self.cluster, "--config", str(config_file),
@@ -455,7 +461,7 @@ class KindBackend:
         assert self.directory is not None
         binary = ensure_binaries(self.k8s_version, only=("provisioner",)).provisioner
         argv = [str(binary), f"--kubeconfig={self.kubeconfig}", f"-hostpath-root={HOSTPATH_VOLUME_ROOT}", "-v=2"]
-        _, record = spawn("provisioner", argv, self.directory / "provisioner.log", tie_to_parent=False)
+        _, record = spawn("provisioner", argv, self.directory / "provisioner.log", tie_to_parent=not self.detached)
         self._provisioner_state.write_text(json.dumps(record.to_json()))
 
     def _stop_provisioner(self) -> None:
@@ -481,9 +487,10 @@ class KindBackend:
                           timeout=300)
         if proc.returncode != 0:
             problems.append(f"kind delete cluster {self.cluster}: {last_line(proc)}")
-        net = docker(self.engine, ["network", "rm", self.network], timeout=60)
-        if net.returncode != 0 and "not found" not in (net.stderr or ""):
-            problems.append(f"docker network rm {self.network}: {last_line(net)}")
+        if self._owns_network:  # a network someone else left is never removed
+            net = docker(self.engine, ["network", "rm", self.network], timeout=60)
+            if net.returncode != 0 and "not found" not in (net.stderr or ""):
+                problems.append(f"docker network rm {self.network}: {last_line(net)}")
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
         if not keep_engine:

@@ -25,7 +25,7 @@ def _kind_backend(args: argparse.Namespace) -> KindBackend:
     try:
         gates = {**default_gates(args.k8s_version), **parse_feature_gates(args.feature_gates)}
         return KindBackend(cluster=args.name, topology=Topology.parse(args.zones, args.nodes_per_zone),
-                           k8s_version=args.k8s_version, feature_gates=gates)
+                           k8s_version=args.k8s_version, feature_gates=gates, detached=True)
     except ValueError as exc:
         raise ClusterError(str(exc)) from None
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from clusters.kind import KIND_VERSION
+from tools.nodeimage.recipe import KIND_VERSION
 from tools.build import REPO_ROOT, cache_root
 
 

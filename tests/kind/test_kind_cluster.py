@@ -211,6 +211,22 @@ def test_an_existing_cluster_name_is_one_line_and_creates_nothing(kind_cluster) 
     assert _containers(backend) == before
 
 
+def test_a_leftover_network_of_the_same_name_is_one_line_and_creates_nothing(engine: Engine) -> None:
+    backend = KindBackend(cluster=f"pvct-{secrets.token_hex(3)}", topology=Topology(zones=("zone-a",),
+                                                                                     nodes_per_zone=1))
+    engine = ensure_engine()
+    assert docker(engine, ["network", "create", backend.network]).returncode == 0
+    try:
+        with pytest.raises(ClusterError, match=f"Docker network {backend.network} exists already") as err:
+            backend.up()
+        assert "\n" not in str(err.value)
+        assert _containers(backend) == []
+        assert not backend.kubeconfig.parent.exists()
+    finally:
+        docker(engine, ["network", "rm", backend.network])
+        stop_engine(engine)
+
+
 def test_bad_versions_are_refused_before_anything_runs() -> None:
     with pytest.raises(ValueError, match="not a Kubernetes release"):
         KindBackend(cluster="x", k8s_version="v1.35")

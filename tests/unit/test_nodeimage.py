@@ -131,3 +131,11 @@ def test_wrapper_rewrites_the_bundle_then_execs_the_real_runtime(tmp_path: Path)
                     "--bundle", str(bundle), "cid"], check=True)
     assert json.loads((bundle / "config.json").read_text())["process"]["capabilities"]["bounding"] == []
     assert (tmp_path / "args").read_text().split() == ["--root", "/x", "create", "--bundle", str(bundle), "cid"]
+
+
+def test_no_engine_and_no_way_to_install_one_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(docker_engine.shutil, "which", lambda name: None)
+    with pytest.raises(docker_engine.EngineError) as err:
+        docker_engine.start_engine()
+    assert "no Docker engine answers and `dockerd` is not installed" in str(err.value)
+    assert "\n" not in str(err.value)

@@ -96,9 +96,11 @@ def build_rootfs(recipe: r.Recipe, tools: Path) -> Path:
     out = cache_root() / "nodeimage" / f"rootfs-{recipe.suite}-{recipe.base_digest()}.tar"
     if out.exists():
         return out
-    if shutil.which("debootstrap") is None or os.geteuid() != 0:
-        raise BuildError("node image: the base rootfs needs debootstrap run as root "
-                         "(apt-get install debootstrap); or use an engine that already holds the image")
+    if os.geteuid() != 0:
+        raise BuildError("node image: the base rootfs is made with debootstrap, which needs root; "
+                         "run once as root (the image is cached) or use an engine that already holds it")
+    if shutil.which("debootstrap") is None:
+        _apt_install("debootstrap")
     out.parent.mkdir(parents=True, exist_ok=True)
     log = cache_root() / "build-logs" / f"rootfs-{recipe.suite}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -124,6 +126,19 @@ def build_rootfs(recipe: r.Recipe, tools: Path) -> Path:
         partial.replace(out)
     _log(f"rootfs ready in {time.monotonic() - start:.0f}s ({out})")
     return out
+
+
+def _apt_install(package: str) -> None:
+    """Install one Debian package (as root), or fail in one line."""
+    if shutil.which("apt-get") is None:
+        raise BuildError(f"node image: {package} is missing and this machine has no apt-get to install it")
+    _log(f"installing Debian's {package}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise BuildError(f"node image: `{' '.join(argv)}` failed: {last[0]}")
 
 
 def debian_package_file(package: str, directory: Path) -> Path:
