@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import allure
 
+from kube import kinds
 from clusters.backend import ClusterHandle
 from clusters.topology import ZONE_KEY
-from clusters.kube import Kube
+from kube.client import Kube
 from conformance.types import NodeName, ZoneName
-from pvchaos.cleanup import Cleanup
-from pvchaos.resources import list_raw
+from kube.cleanup import Cleanup
+
 
 
 def _faults(cluster: ClusterHandle):  # type: ignore[no-untyped-def]
@@ -35,7 +36,7 @@ def restore_node(cluster: ClusterHandle, node: str) -> NodeName:
 
 
 def nodes_in_zone(kube: Kube, zone: str) -> list[NodeName]:
-    nodes, _ = list_raw(kube, "Node", label_selector=f"{ZONE_KEY}={zone}")
+    nodes, _ = kinds.list_objects(kube, "Node", label_selector=f"{ZONE_KEY}={zone}")
     return sorted(NodeName(n["metadata"]["name"]) for n in nodes)
 
 
@@ -63,10 +64,10 @@ def fail_nodes(cleanup: Cleanup, cluster: ClusterHandle, nodes: list[NodeName], 
 
 @allure.step("take every zone down")
 def cluster_outage(cleanup: Cleanup, cluster: ClusterHandle, kube: Kube) -> list[NodeName]:
-    nodes, _ = list_raw(kube, "Node")
+    nodes, _ = kinds.list_objects(kube, "Node")
     return fail_nodes(cleanup, cluster, sorted(NodeName(n["metadata"]["name"]) for n in nodes), "every zone")
 
 
 def zones(kube: Kube) -> list[ZoneName]:
-    nodes, _ = list_raw(kube, "Node")
+    nodes, _ = kinds.list_objects(kube, "Node")
     return sorted({ZoneName(z) for n in nodes if (z := (n["metadata"].get("labels") or {}).get(ZONE_KEY))})

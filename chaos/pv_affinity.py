@@ -9,11 +9,12 @@ from typing import Any
 
 import allure
 
+from kube import kinds
 from clusters.backend import ClusterHandle
-from clusters.kube import Kube
+from kube.client import Kube
 from clusters.topology import REGION_KEY, ZONE_KEY
-from pvchaos import builders as b
-from pvchaos.workspace import patch_raw
+from kube import builders as b
+
 
 Affinity = dict[str, Any]
 
@@ -22,7 +23,7 @@ Affinity = dict[str, Any]
 def replace_affinity(kube: Kube, pv: str, affinity: Affinity | None, dry_run: bool = False) -> dict[str, Any]:
     """A merge patch of spec.nodeAffinity; the server's answer (the updated PV) is returned,
     an ApiException (422 when the gate is off) propagates to the caller."""
-    return patch_raw(kube, "PersistentVolume", pv, {"spec": {"nodeAffinity": affinity}}, dry_run=dry_run)
+    return kinds.patch(kube, "PersistentVolume", pv, {"spec": {"nodeAffinity": affinity}}, dry_run=dry_run)
 
 
 def relax_to_region(kube: Kube, pv: str, region: str) -> dict[str, Any]:

@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from kube.errors import ClusterError
+
+__all__ = ["Capability", "ClusterBackend", "ClusterError", "ClusterHandle", "NodeFaults"]
+
 
 class Capability:
     """Names of what a cluster can do. Plain strings so profiles can list them."""
@@ -26,10 +30,6 @@ class Capability:
     MUTABLE_PV_AFFINITY = "mutable-pv-affinity"  # MutablePVNodeAffinity gate is on
     OWNED = "owned"  # the harness created this cluster and may disturb it
     EPHEMERAL_STORAGE = "ephemeral-storage"  # nodes report ephemeral-storage allocatable
-
-
-class ClusterError(RuntimeError):
-    """A cluster could not be provided; the message is one line naming the cause."""
 
 
 class NodeFaults(Protocol):

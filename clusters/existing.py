@@ -18,10 +18,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
-from kubernetes.client.exceptions import ApiException
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
-from clusters.kube import Kube, as_dict, connect
+from kube import kinds
+from kube.client import Kube, as_dict, connect
+from kube.errors import ApiError, ConditionNotReached
+from kube.wait import wait_gone
 from clusters.local.cluster import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from clusters.local.config import MUTABLE_PV_GATE
 from clusters.topology import OWNER_LABEL, ZONE_KEY
@@ -75,8 +77,8 @@ def _reachable(context: str, server: str, timeout: float) -> None:
         raise ClusterError(f"context {context!r}: API server {server} unreachable: {reason}") from None
 
 
-def _api_error(exc: ApiException) -> str:
-    """Status and reason only: an ApiException's text carries headers, never put it in a report."""
+def _api_error(exc: ApiError) -> str:
+    """Status and reason only: an ApiError's text carries headers, never put it in a report."""
     return f"{exc.status} {exc.reason}"
 
 
@@ -87,7 +89,7 @@ def open_cluster(kubeconfig: Path, context: str | None, timeout: float = CONNECT
     try:
         kube = connect(kubeconfig, name, timeout=timeout)
         version = kube.version.get_code(_request_timeout=timeout).git_version
-    except ApiException as exc:
+    except ApiError as exc:
         raise ClusterError(f"context {name!r}: API server {server} answered {_api_error(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - config and transport errors, reported in one line
         first = str(exc).splitlines()[0] if str(exc) else ""
@@ -115,16 +117,13 @@ def _probe_body(name: str, zone: str) -> dict[str, Any]:
 def _delete_probe(kube: Kube, name: str, timeout: float = 10.0) -> None:
     """Delete and wait until gone; the pv-protection finalizer guards bound PVs, and this
     one never bound, so it is dropped if no controller removes it in time."""
-    from pvchaos.waiting import WaitTimeout, wait_for
-    from pvchaos.workspace import delete_raw, patch_raw
-
-    delete_raw(kube, "PersistentVolume", name)
+    kinds.delete(kube, "PersistentVolume", name)
     try:
-        wait_for(kube, "PersistentVolume", name, lambda o: o is None, "deleted", timeout=timeout)
-    except WaitTimeout:
+        wait_gone(kube, "PersistentVolume", name, timeout=timeout)
+    except ConditionNotReached:
         try:
-            patch_raw(kube, "PersistentVolume", name, {"metadata": {"finalizers": None}})
-        except ApiException as exc:
+            kinds.patch(kube, "PersistentVolume", name, {"metadata": {"finalizers": None}})
+        except ApiError as exc:
             if exc.status != 404:
                 raise
 
@@ -135,7 +134,7 @@ def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:
     name = PROBE_PREFIX + secrets.token_hex(4)
     try:
         kube.core.create_persistent_volume(_probe_body(name, "pvchaos-probe-a"))
-    except ApiException as exc:
+    except ApiError as exc:
         return None, False, f"probe PV not created: {_api_error(exc)}"
     moved = _probe_body(name, "pvchaos-probe-b")["spec"]["nodeAffinity"]
     try:
@@ -144,7 +143,7 @@ def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:
             body = dict(current, spec=dict(current["spec"], nodeAffinity=moved))
             try:
                 kube.core.replace_persistent_volume(name, body, dry_run="All")
-            except ApiException as exc:
+            except ApiError as exc:
                 if exc.status == 409:
                     continue
                 if exc.status == 422 and "field is immutable" in (exc.body or ""):
@@ -255,7 +254,7 @@ def sweep(kube: Kube, selector: str = f"{OWNER_LABEL}=true") -> list[str]:
         try:
             delete(name)
             removed.append(f"{kind}/{name}")
-        except ApiException as exc:
+        except ApiError as exc:
             if exc.status != 404:
                 errors.append(RuntimeError(f"delete {kind}/{name}: {_api_error(exc)}"))
     if errors:

@@ -5,23 +5,20 @@ from __future__ import annotations
 
 import allure
 
+from clusters.topology import HOSTNAME_KEY
 from conformance import messages
-from pvchaos.resources import Obj
-from pvchaos.waiting import WaitTimeout, describe, pod_cannot_run, pod_running, wait_for, wait_for_event
+from kube import objects as o
+from kube.errors import ExpectationFailed
+from kube.kinds import Obj
+from kube.wait import WaitTimeout, describe, pod_cannot_run, pod_running, wait_for, wait_for_event
+from kube import builders as b
 from pvchaos.workspace import Workspace
-
-
-class ExpectationFailed(AssertionError):
-    """Kubernetes did something other than what it promises; the message shows the evidence."""
 
 
 @allure.step("PVC {name} becomes Bound")
 def claim_bound(ws: Workspace, name: str, timeout: float = 60) -> Obj:
-    pvc = wait_for(ws.kube, "PersistentVolumeClaim", name,
-                   lambda o: (o or {}).get("status", {}).get("phase") == "Bound", "phase Bound",
-                   ws.namespace, timeout)
-    assert pvc is not None
-    return pvc
+    return wait_for(ws.kube, "PersistentVolumeClaim", name, lambda c: o.phase(c) == "Bound", "phase Bound",
+                    ws.namespace, timeout)
 
 
 def bound_volume(ws: Workspace, claim: str, timeout: float = 60) -> Obj:
@@ -34,10 +31,7 @@ def bound_volume(ws: Workspace, claim: str, timeout: float = 60) -> Obj:
 
 @allure.step("PV {name} reaches phase {phase}")
 def volume_phase(ws: Workspace, name: str, phase: str, timeout: float = 60) -> Obj:
-    pv = wait_for(ws.kube, "PersistentVolume", name,
-                  lambda o: (o or {}).get("status", {}).get("phase") == phase, f"phase {phase}", None, timeout)
-    assert pv is not None
-    return pv
+    return wait_for(ws.kube, "PersistentVolume", name, lambda v: o.phase(v) == phase, f"phase {phase}", None, timeout)
 
 
 @allure.step("{kind} {obj_name} carries an event containing {key}")
@@ -65,33 +59,24 @@ def claim_stays_pending(ws: Workspace, claim: str, key: str, **fmt: object) -> O
 
 @allure.step("pod {name} runs")
 def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
-    pod = wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout, fail_if=pod_cannot_run)
-    assert pod is not None
-    return pod
+    return wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout, fail_if=pod_cannot_run)
 
 
 @allure.step("pod {name} cannot be scheduled: {key}")
 def pod_unschedulable(ws: Workspace, name: str, key: str, timeout: float = 60) -> Obj:
     """Wait until the scheduler marks the pod Unschedulable, failing at once if it places
     the pod instead; then its FailedScheduling event must carry the reason `key`."""
-    def unschedulable(o: Obj | None) -> bool:
-        return any(c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-                   for c in ((o or {}).get("status") or {}).get("conditions") or [])
-
-    def placed(o: Obj | None) -> str | None:
-        node = ((o or {}).get("spec") or {}).get("nodeName")
+    def placed(pod: Obj | None) -> str | None:
+        node = o.node_name(pod)
         return f"the scheduler placed it on {node}" if node else None
 
-    wait_for(ws.kube, "Pod", name, unschedulable, f"Unschedulable ({key})", ws.namespace, timeout, fail_if=placed)
+    wait_for(ws.kube, "Pod", name, o.unschedulable, f"Unschedulable ({key})", ws.namespace, timeout, fail_if=placed)
     return event(ws, "Pod", name, key, timeout=timeout)
 
 
 @allure.step("a no-provisioner WaitForFirstConsumer class with one local PV per node")
 def local_class_with_pv_per_node(ws: Workspace, capacity: str = "10Gi") -> str:
     """The classic local-volume set-up (static `local` PVs pinned by hostname); returns the class."""
-    from clusters.topology import HOSTNAME_KEY
-    from pvchaos import builders as b
-
     sc = ws.name("local")
     ws.create(b.storage_class(sc, "kubernetes.io/no-provisioner", "WaitForFirstConsumer", reclaim="Retain"))
     for node in ws.list("Node"):

@@ -14,22 +14,22 @@ import pytest
 import yaml
 
 from clusters.backend import ClusterError, ClusterHandle
-from clusters.kube import Kube, connect
 from conformance import invariants
-from pvchaos import faults, snapshot
-from pvchaos.cleanup import Cleanup
-from pvchaos.profiles import DriverProfile, effective_capabilities, skip_reason
-from pvchaos.provider import CannotProvide, ClusterPool, ClusterRequest, Options
-from pvchaos.resources import event_lines, list_raw
-from pvchaos.waiting import describe
+from kube import kinds, snapshot
+from kube.cleanup import Cleanup
+from kube.client import Kube, connect
+from kube.errors import InvariantViolation
+from pvchaos import faults
+from clusters.existing import disruption_refusal
+from clusters.local.registry import sweep_orphans
+from pvchaos.profiles import DriverProfile, effective_capabilities, load_profile, skip_reason
+from clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Options
+from kube.kinds import event_lines
+from kube.wait import describe
 from pvchaos.workspace import Workspace
 
 WORKSPACE_KEY = pytest.StashKey[Workspace]()
 EXEMPT_KEY = pytest.StashKey[set[str]]()
-
-
-class InvariantViolation(AssertionError):
-    """A cluster-wide invariant broke during a test (see conformance.invariants)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,11 +72,16 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 
 @pytest.fixture(scope="session")
+def driver_profile(pytestconfig: pytest.Config) -> DriverProfile | None:
+    """The driver profile of this run (--profile), read once per worker."""
+    path = pytestconfig.getoption("profile")
+    return load_profile(path) if path else None
+
+
+@pytest.fixture(scope="session")
 def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
     pool = ClusterPool(_options(pytestconfig))
     if pool.options.backend == "local":
-        from clusters.local.registry import sweep_orphans
-
         for name in sweep_orphans():  # clusters of runs that were killed without teardown
             print(f"[pvchaos] removed orphaned cluster {name}")
     try:
@@ -91,15 +96,16 @@ def _request_of(item: pytest.Item) -> ClusterRequest:
 
 
 @pytest.fixture
-def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool) -> Iterator[ClusterHandle]:
-    """The cluster this test runs on, per the isolation model in pvchaos.provider."""
+def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
+            driver_profile: DriverProfile | None) -> Iterator[ClusterHandle]:
+    """The cluster this test runs on, per the isolation model in clusters.pool."""
     item = request.node
     want = _request_of(item)
     disruptive = item.get_closest_marker("disruptive") is not None
-    owner = None
+    teardown = None
     try:
         if disruptive:
-            handle, owner = cluster_pool.fresh(want)
+            handle, teardown = cluster_pool.fresh(want)
         else:
             handle = cluster_pool.shared(want)
     except CannotProvide as exc:
@@ -108,13 +114,11 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool) -> Iterat
         pytest.fail(f"cluster could not be provided: {exc}", pytrace=False)
     try:
         if disruptive and not handle.has("owned"):
-            from clusters.existing import disruption_refusal
-
             refusal = disruption_refusal(handle, cluster_pool.options.allow_disruptive,
                                          cluster_pool.options.allow_contexts)
             if refusal:
                 pytest.skip(f"{refusal} ({item.name})")
-        profile = cluster_pool.profile()
+        profile = driver_profile
         if profile is not None:
             handle = _with_driver(handle, profile)
         needed = [c for mark in item.iter_markers("needs") for c in mark.args]  # module and test marks
@@ -127,7 +131,8 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool) -> Iterat
         _allure_environment(handle)
         yield handle
     finally:
-        cluster_pool.release(owner)
+        if teardown is not None:
+            teardown()
 
 
 def _with_driver(handle: ClusterHandle, profile: DriverProfile) -> ClusterHandle:
@@ -224,13 +229,13 @@ def _attach_evidence(ws: Workspace) -> None:
             if obj:
                 docs.append(describe(obj))
         allure.attach("\n---\n".join(docs) or "(none)", "objects.yaml", allure.attachment_type.YAML)
-        events = list_raw(ws.kube, "Event", ws.namespace)[0]
+        events = kinds.list_objects(ws.kube, "Event", ws.namespace)[0]
         allure.attach("\n".join(event_lines(events)) or "(none)", "events.txt", allure.attachment_type.TEXT)
         failed = [e for e in events if e.get("reason") == "FailedScheduling"]
         if failed:
             allure.attach("\n".join(event_lines(failed)), "FailedScheduling.txt", allure.attachment_type.TEXT)
         nodes = [{"name": n["metadata"]["name"], "labels": n["metadata"].get("labels"),
-                  "taints": (n.get("spec") or {}).get("taints")} for n in list_raw(ws.kube, "Node")[0]]
+                  "taints": (n.get("spec") or {}).get("taints")} for n in kinds.list_objects(ws.kube, "Node")[0]]
         allure.attach(yaml.safe_dump(nodes, sort_keys=False), "nodes.yaml", allure.attachment_type.YAML)
     except Exception as exc:  # noqa: BLE001 - evidence is best effort; the failure stands
         allure.attach(f"could not gather evidence: {exc}", "evidence-error.txt", allure.attachment_type.TEXT)

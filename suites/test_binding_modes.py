@@ -11,7 +11,7 @@ import allure
 import pytest
 
 from clusters.topology import ZONE_KEY
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
 from pvchaos.workspace import Workspace
 

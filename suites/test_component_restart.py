@@ -10,9 +10,9 @@ import allure
 import pytest
 
 from chaos import components
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
-from pvchaos.waiting import wait_for_state
+from kube.wait import wait_for_state
 from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("Control plane"), allure.feature("Component restarts"), pytest.mark.disruptive,

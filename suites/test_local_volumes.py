@@ -7,10 +7,10 @@ import allure
 import pytest
 
 from conformance.affinity import node_matches_pv_affinity
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
-from pvchaos.resources import Obj
-from pvchaos.waiting import wait_for
+from kube.kinds import Obj
+from kube.wait import wait_for, wait_gone
 from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Local volumes with StatefulSets"),
@@ -18,10 +18,8 @@ pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Local volu
 
 
 def _ready(ws: Workspace, sts: str, replicas: int) -> Obj:
-    obj = wait_for(ws.kube, "StatefulSet", sts, lambda o: (o or {}).get("status", {}).get("readyReplicas") == replicas,
-                   f"{replicas} ready replicas", ws.namespace, timeout=90)
-    assert obj is not None
-    return obj
+    return wait_for(ws.kube, "StatefulSet", sts, lambda o: (o or {}).get("status", {}).get("readyReplicas") == replicas,
+                    f"{replicas} ready replicas", ws.namespace, timeout=90)
 
 
 def _check_replica_on_its_volume(ws: Workspace, pod_name: str, claim: str) -> str:
@@ -52,7 +50,7 @@ def test_statefulset_on_local_pvs(ws: Workspace) -> None:
     with allure.step("scale down to 1: claims of removed replicas stay Bound"):
         ws.patch("StatefulSet", "db", {"spec": {"replicas": 1}})
         for i in (1, 2):
-            wait_for(ws.kube, "Pod", f"db-{i}", lambda o: o is None, "deleted by scale-down", ws.namespace, 60)
+            wait_gone(ws.kube, "Pod", f"db-{i}", ws.namespace, 60, "deleted by scale-down")
             pvc = ws.get("PersistentVolumeClaim", f"data-db-{i}")
             x.expect((pvc or {}).get("status", {}).get("phase") == "Bound", f"data-db-{i} must survive scale-down",
                      pvc, ws=ws)

@@ -12,11 +12,10 @@ import pytest
 from chaos import labels as chaos_labels
 from chaos import nodes as chaos_nodes
 from clusters.topology import HOSTNAME_KEY, ZONE_KEY
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
 from pvchaos.nodes import UNREACHABLE, has_taint, wait_node_ready, wait_node_unreachable, wait_taint_gone
-from pvchaos.resources import Obj
-from pvchaos.waiting import wait_for
+from kube.wait import wait_for, wait_gone
 from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pytest.mark.needs("node-failure")]
@@ -24,11 +23,6 @@ pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pyt
 
 def _toleration(seconds: int) -> dict:
     return {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}
-
-
-def _evicted(o: Obj | None) -> bool:
-    """Evicted = deleted by the taint-eviction controller (Terminating with no kubelet, or gone)."""
-    return o is None or bool((o.get("metadata") or {}).get("deletionTimestamp"))
 
 
 @allure.feature("Node failure")
@@ -54,12 +48,12 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
              "an Unknown node carries node.kubernetes.io/unreachable NoSchedule and NoExecute", dead, ws=ws)
     allure.dynamic.parameter("seconds to Unknown and tainted", f"{t_unknown:.1f}")
 
-    wait_for(ws.kube, "Pod", "at-once", _evicted, "evicted at once (tolerationSeconds 0)", ws.namespace, 30)
+    wait_gone(ws.kube, "Pod", "at-once", ws.namespace, 30, "evicted at once (tolerationSeconds 0)", terminating=True)
     t_first = time.monotonic() - t0
     x.expect((ws.get("Pod", "after-6s") or {}).get("metadata", {}).get("deletionTimestamp") is None
              or t_first >= t_unknown + 5,
              "the 6 s pod must not be evicted together with the 0 s pod")
-    wait_for(ws.kube, "Pod", "after-6s", _evicted, "evicted after its 6 s toleration", ws.namespace, 40)
+    wait_gone(ws.kube, "Pod", "after-6s", ws.namespace, 40, "evicted after its 6 s toleration", terminating=True)
     t_second = time.monotonic() - t0
     x.expect(t_second - t_unknown >= 5.0, f"the 6 s toleration was honoured ({t_second - t_unknown:.1f}s)")
     still = ws.get("Pod", "default") or {}
@@ -106,7 +100,6 @@ def test_statefulset_zonal_volume_moves_within_zone(ws: Workspace) -> None:
     new = wait_for(ws.kube, "Pod", "db-0",
                    lambda o: o is not None and o["metadata"]["uid"] != first["metadata"]["uid"]
                    and o.get("status", {}).get("phase") == "Running", "a replacement Running", ws.namespace, 60)
-    assert new is not None
     allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
     new_node = ws.get("Node", new["spec"]["nodeName"]) or {}
     x.expect(new["spec"]["nodeName"] != node and x.label(new_node, ZONE_KEY) == zone,
@@ -155,7 +148,6 @@ def test_out_of_service_taint_moves_replica(ws: Workspace) -> None:
                    lambda o: o is not None and o["metadata"]["uid"] != first["metadata"]["uid"]
                    and o.get("status", {}).get("phase") == "Running",
                    "the replica replaced and Running after out-of-service", ws.namespace, 90)
-    assert new is not None
     allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
     x.expect(new["spec"]["nodeName"] != node, "the replacement runs on another node", new, ws=ws)
     chaos_labels.remove_taint(ws.kube, node, chaos_labels.OUT_OF_SERVICE)

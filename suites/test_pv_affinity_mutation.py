@@ -9,17 +9,19 @@ import time
 
 import allure
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from chaos import pv_affinity as mut
-from clusters.kube import connect
+from kube import kinds
+from kube import objects as o
+from kube.client import connect
+from kube.errors import ApiError
 from clusters.topology import REGION_KEY, ZONE_KEY
 from conformance import expectations, messages
 from conformance.affinity import node_matches_pv_affinity
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
-from pvchaos.resources import Obj
-from pvchaos.waiting import holds_for, wait_for_state
+from kube.kinds import Obj
+from kube.wait import holds_for, wait_for_state
 from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("PV node affinity mutation (KEP-5381)"), pytest.mark.needs("static-pv", "zones")]
@@ -52,8 +54,8 @@ def _zones(ws: Workspace) -> list[str]:
     return sorted({x.label(n, ZONE_KEY) or "" for n in ws.list("Node")} - {""})
 
 
-def _api_error(call) -> ApiException:  # type: ignore[no-untyped-def]
-    with pytest.raises(ApiException) as info:
+def _api_error(call) -> ApiError:  # type: ignore[no-untyped-def]
+    with pytest.raises(ApiError) as info:
         call()
     return info.value
 
@@ -237,21 +239,15 @@ class PlacementRecorder:
         return len(self.seen)
 
     def _run(self) -> None:
-        from kubernetes import watch
-
         kube = connect(self.ws.cluster.kubeconfig, self.ws.cluster.context)
         try:
             while not self._stop.is_set():
-                w = watch.Watch()
-                for ev in w.stream(kube.core.list_namespaced_pod, self.ws.namespace, deserialize=False,
-                                   timeout_seconds=5):
-                    obj = ev.get("raw_object") or ev["object"]
-                    node = (obj.get("spec") or {}).get("nodeName")
-                    name = (obj.get("metadata") or {}).get("name")
+                for _, obj in kinds.watch_objects(kube, "Pod", self.ws.namespace, None, timeout_seconds=5):
+                    node, name = o.node_name(obj), o.name(obj)
                     if node and name and name not in self.seen:
                         self.seen[name] = (time.monotonic(), node)
                     if self._stop.is_set():
-                        w.stop()
+                        break
         finally:
             kube.api.close()
 
@@ -265,12 +261,7 @@ class PlacementRecorder:
 
 
 def _all_decided(state: dict[str, Obj], total: int) -> bool:
-    return len(state) >= total and all(o.get("spec", {}).get("nodeName") or _unschedulable(o) for o in state.values())
-
-
-def _unschedulable(pod: Obj) -> bool:
-    return any(c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-               for c in (pod.get("status") or {}).get("conditions") or [])
+    return len(state) >= total and all(o.scheduled(p) or o.unschedulable(p) for p in state.values())
 
 
 @allure.feature("gate on")
@@ -286,8 +277,7 @@ def test_gate_on_still_validates(ws: Workspace, affinity: Obj, key: str) -> None
     x.volume_phase(ws, name, "Available")
     pv = ws.get("PersistentVolume", name) or {}
     # A merge patch cannot empty a map (it merges); replace the whole spec.nodeAffinity.
-    err = _api_error(lambda: ws.kube.core.replace_persistent_volume(
-        name, {**pv, "spec": {**pv["spec"], "nodeAffinity": affinity}}, _preload_content=False))
+    err = _api_error(lambda: ws.replace({**pv, "spec": {**pv["spec"], "nodeAffinity": affinity}}))
     x.expect(err.status == 422 and messages.expected(key, ws.cluster.minor) in (err.body or ""),
              f"expected 422 with {messages.expected(key, ws.cluster.minor)!r}, got {err.status}: {err.body}")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import allure
 import pytest
 
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
-from pvchaos.waiting import wait_for
+from kube.wait import wait_gone
 from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("Binding"), allure.feature("Reclaim")]
@@ -27,7 +27,7 @@ def test_delete_policy_removes_volume(ws: Workspace) -> None:
     pv = _dynamic_claim_with_delete_policy(ws)
     ws.delete("PersistentVolumeClaim", "data")
     with allure.step(f"PV {pv['metadata']['name']} is deleted by its provisioner"):
-        wait_for(ws.kube, "PersistentVolume", pv["metadata"]["name"], lambda o: o is None, "deleted", timeout=60)
+        wait_gone(ws.kube, "PersistentVolume", pv["metadata"]["name"], timeout=60)
 
 
 @allure.story("Retain keeps the PV Released with its claimRef until the claimRef is cleared")

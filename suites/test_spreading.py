@@ -9,9 +9,9 @@ import pytest
 
 from clusters.topology import ZONE_KEY
 from conformance.affinity import node_matches_pv_affinity
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
-from pvchaos.waiting import wait_for
+from kube.wait import wait_for
 from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Spreading across zones"),

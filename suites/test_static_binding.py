@@ -14,7 +14,7 @@ import allure
 import pytest
 
 from conformance.claims import explain_mismatch, find_matching_volume
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
 from pvchaos.workspace import Workspace
 

@@ -12,14 +12,16 @@ import time
 import allure
 import pytest
 
+from kube import kinds
 from chaos import nodes as chaos_nodes
 from clusters.topology import HOSTNAME_KEY
-from pvchaos import builders as b
+from kube import builders as b
 from pvchaos import expect as x
-from pvchaos.nodes import UNREACHABLE, has_taint, node_ready_status
-from pvchaos.polling import poll_until
-from pvchaos.resources import Obj, list_raw
-from pvchaos.waiting import holds_for, wait_for, wait_for_state
+from kube.objects import UNREACHABLE, has_taint
+from kube.objects import ready as node_ready_status
+from kube.poll import poll_until
+from kube.kinds import Obj
+from kube.wait import holds_for, wait_for_state, wait_gone
 from pvchaos.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Zone outage"), pytest.mark.disruptive,
@@ -55,8 +57,7 @@ def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     allure.dynamic.parameter("seconds until the whole zone is tainted", f"{time.monotonic() - t0:.1f}")
     for pod, node in placed.items():
         if node in down:
-            wait_for(ws.kube, "Pod", pod, lambda o: o is None or bool(o["metadata"].get("deletionTimestamp")),
-                     f"evicted from {node}", ws.namespace, 30)
+            wait_gone(ws.kube, "Pod", pod, ws.namespace, 30, f"evicted from {node}", terminating=True)
     for pod, node in placed.items():
         if node not in down:
             other = ws.get("Pod", pod) or {}
@@ -89,7 +90,7 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
     tainted_late: set[str] = set()
 
     def evicted_untainted(st: dict[str, Obj]) -> str | None:
-        node_objs = {o["metadata"]["name"]: o for o in list_raw(ws.kube, "Node")[0]} if st else {}
+        node_objs = {o["metadata"]["name"]: o for o in kinds.list_objects(ws.kube, "Node")[0]} if st else {}
         tainted_late.update(_tainted(node_objs, nodes))
         gone = [p for p, n in placed.items() if n not in tainted_late
                 and (f"{ws.namespace}/{p}" not in st or st[f"{ws.namespace}/{p}"]["metadata"].get("deletionTimestamp"))]

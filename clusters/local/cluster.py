@@ -25,12 +25,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
-from clusters.kube import Kube, connect
+from kube import kinds
+from kube import objects as o
+from kube.client import Kube, connect
+from kube.naming import OWNED_LABEL
 from clusters.local import config as flags
 from clusters.local.config import LocalClusterConfig
 from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, process_start_time, spawn, stop
 from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
-from pvchaos.polling import PollTimeout, poll_until
+from kube.poll import PollTimeout, poll_until
 from tools.build import Binaries, BuildError, cache_root, ensure_binaries
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
@@ -256,7 +259,7 @@ class LocalCluster:
         for driver in (ZONAL_PROVISIONER,):
             self.kube.storage.create_csi_driver(body={
                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
-                "metadata": {"name": driver, "labels": {"pvchaos.dev/owned": "true"}},
+                "metadata": {"name": driver, "labels": {OWNED_LABEL: "true"}},
                 "spec": {"attachRequired": False, "podInfoOnMount": False},
             })
 
@@ -267,12 +270,8 @@ class LocalCluster:
 
         def all_ready() -> bool | None:
             """Ready, and the lifecycle controller has lifted its not-ready taint."""
-            ready = set()
-            for n in kube.core.list_node().items:
-                tainted = any(t.key == "node.kubernetes.io/not-ready" for t in n.spec.taints or [])
-                for c in n.status.conditions or []:
-                    if c.type == "Ready" and c.status == "True" and not tainted:
-                        ready.add(n.metadata.name)
+            ready = {o.name(n) for n in kinds.list_objects(kube, "Node")[0]
+                     if o.ready(n) == "True" and not o.has_taint(n, o.NOT_READY)}
             return True if want <= ready else None
 
         try:

@@ -32,7 +32,7 @@ import pytest
 from clusters.backend import ClusterHandle
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
-from pvchaos.provider import ClusterPool, ClusterRequest
+from clusters.pool import ClusterPool, ClusterRequest
 
 BREAK_ENV = "PVCHAOS_BREAK"
 PV_BINDER = "persistentvolume-binder-controller"  # kube-controller-manager 1.35 --controllers name

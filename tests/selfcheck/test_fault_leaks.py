@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 LEAKY = '''
 import pytest
+from kube import kinds
 from chaos import labels
 
 @pytest.mark.disruptive
@@ -22,8 +23,8 @@ def test_forgets_to_restore_a_node(ws):
 
 @pytest.mark.disruptive
 def test_forgets_to_restore_a_label(ws):
-    from pvchaos.workspace import patch_raw
-    patch_raw(ws.kube, "Node", "zone-b-1", {"metadata": {"labels": {"storage": "gold"}}})
+
+    kinds.patch(ws.kube, "Node", "zone-b-1", {"metadata": {"labels": {"storage": "gold"}}})
 
 @pytest.mark.disruptive
 def test_restores_properly(ws):

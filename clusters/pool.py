@@ -14,16 +14,21 @@ they cannot provide, with the reason.
 
 from __future__ import annotations
 
-import atexit
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusters.backend import ClusterError, ClusterHandle
+from clusters.existing import ExistingBackend
+from clusters.kind import KindBackend
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig, parse_feature_gates
 from clusters.topology import Topology
-from pvchaos import naming
+from kube import naming
+from tools.versions import DEFAULT_K8S_VERSION
+
+Teardown = Callable[[], None]  # downs a cluster this pool started
 
 
 @dataclass(frozen=True)
@@ -80,26 +85,12 @@ class ClusterPool:
     """The clusters of one worker process."""
 
     options: Options
-    _shared: dict[ClusterRequest, tuple[Any, ClusterHandle]] = field(default_factory=dict)
+    _shared: dict[ClusterRequest, tuple[LocalCluster, ClusterHandle]] = field(default_factory=dict)
     _external: ClusterHandle | None = None
-    _external_owner: Any = None  # a backend that created its cluster (kind) and must delete it
-
-    def __post_init__(self) -> None:
-        atexit.register(self.close)
-        self._profile: Any = None
-
-    def profile(self) -> Any:
-        """The driver profile of this run (pvchaos.profiles.DriverProfile), read once."""
-        if self.options.profile and self._profile is None:
-            from pvchaos.profiles import load_profile
-
-            self._profile = load_profile(self.options.profile)
-        return self._profile
+    _external_down: Teardown | None = None  # set when the harness created the cluster (kind)
 
     # -- local ----------------------------------------------------------------------------
     def _local_config(self, request: ClusterRequest) -> LocalClusterConfig:
-        from tools.versions import DEFAULT_K8S_VERSION
-
         topo = Topology.parse(self.options.zones, self.options.nodes_per_zone)
         if request.zones is not None or request.nodes_per_zone is not None:
             topo = replace(topo, zones=request.zones or topo.zones,
@@ -128,24 +119,19 @@ class ClusterPool:
             self._shared[request] = (local, local.up())
         return self._shared[request][1]
 
-    def fresh(self, request: ClusterRequest) -> tuple[ClusterHandle, Any]:
-        """A cluster for one disruptive test; the caller downs it with `release`."""
+    def fresh(self, request: ClusterRequest) -> tuple[ClusterHandle, Teardown | None]:
+        """A cluster for one disruptive test and how to down it (None: not ours to down)."""
         if self.options.backend != "local":
             return self._external_for(request), None
         local = LocalCluster(self._local_config(request))
-        return local.up(), local
-
-    @staticmethod
-    def release(owner: Any) -> None:
-        if owner is not None:
-            owner.down()
+        return local.up(), local.down
 
     # -- external ---------------------------------------------------------------------------
     def _external_for(self, request: ClusterRequest) -> ClusterHandle:
         if not request.is_default:
             raise _CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
         if self._external is None:
-            self._external, self._external_owner = _connect_external(self.options)
+            self._external, self._external_down = _connect_external(self.options)
         return self._external
 
     def close(self) -> None:
@@ -160,10 +146,10 @@ class ClusterPool:
                 local.down()
             except Exception as exc:  # noqa: BLE001 - gathered below
                 errors.append(exc)
-        if self._external_owner is not None and self._external is not None and not self.options.keep_cluster:
-            owner, handle, self._external_owner = self._external_owner, self._external, None
+        if self._external_down is not None and not self.options.keep_cluster:
+            down, self._external_down = self._external_down, None
             try:
-                owner.down(handle)
+                down()
             except Exception as exc:  # noqa: BLE001 - gathered below
                 errors.append(exc)
         if errors:
@@ -174,20 +160,17 @@ class _CannotProvide(Exception):
     """The backend cannot give this test the cluster it needs: a skip, not a failure."""
 
 
-def _connect_external(options: Options) -> tuple[ClusterHandle, Any]:
-    """The handle, and the backend object when the harness created the cluster (kind)."""
+def _connect_external(options: Options) -> tuple[ClusterHandle, Teardown | None]:
+    """The handle, and how to delete the cluster when the harness created it (kind)."""
     if options.backend == "existing":
-        from clusters.existing import ExistingBackend
-
         if not options.kubeconfig:
             raise ClusterError("backend existing: --kubeconfig is required")
         return ExistingBackend(options.kubeconfig, options.context, options.allow_disruptive,
                                options.allow_contexts).up(), None
     if options.backend == "kind":
-        from clusters.kind import KindBackend
-
         backend = KindBackend.from_options(options)
-        return backend.up(), backend
+        handle = backend.up()
+        return handle, lambda: backend.down(handle)
     raise ClusterError(f"unknown backend {options.backend!r}; use local, kind or existing")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusters.topology import HOSTNAME_KEY, ZONE_KEY
+from kube.objects import HOSTNAME_KEY, ZONE_KEY
 
 Obj = dict[str, Any]
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
