@@ -23,29 +23,13 @@ from clusters.backend import ClusterError, ClusterHandle
 from clusters.existing import ExistingBackend
 from clusters.kind import KindBackend
 from clusters.local.cluster import LocalCluster
+from clusters.options import Options
 from clusters.local.config import LocalClusterConfig, parse_feature_gates
 from clusters.topology import Topology
 from kube import naming
 from tools.versions import DEFAULT_K8S_VERSION
 
 Teardown = Callable[[], None]  # downs a cluster this pool started
-
-
-@dataclass(frozen=True)
-class Options:
-    """The command-line options that shape clusters."""
-
-    backend: str = "local"
-    k8s_version: str = ""
-    zones: str = "3"
-    nodes_per_zone: int = 2
-    feature_gates: str = ""
-    kubeconfig: str | None = None
-    context: str | None = None
-    allow_disruptive: bool = False
-    allow_contexts: tuple[str, ...] = ()
-    keep_cluster: bool = False
-    profile: str | None = None
 
 
 @dataclass(frozen=True)

@@ -12,23 +12,24 @@ import sys
 from pathlib import Path
 
 from clusters.backend import ClusterError
-from tools.build import BuildError
+from clusters.local.cluster import LocalCluster
+from clusters.local.config import LocalClusterConfig, parse_feature_gates
+from clusters.local.registry import destroy, list_clusters
+from clusters.options import REPO_ROOT, add_run_arguments, from_values
+from clusters.topology import Topology
+from pvchaos.runner import run
+from tools.build import BuildError, ensure_binaries
 from tools.versions import DEFAULT_K8S_VERSION
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cluster_up(args: argparse.Namespace) -> int:
-    from clusters.local.cluster import LocalCluster
-    from clusters.local.config import LocalClusterConfig, parse_feature_gates
-    from clusters.topology import Topology
-
     cfg = LocalClusterConfig(
         name=args.name, k8s_version=args.k8s_version,
         topology=Topology.parse(args.zones, args.nodes_per_zone),
         feature_gates=parse_feature_gates(args.feature_gates),
         disabled_controllers=tuple(args.disable_controller),
         disabled_scheduler_plugins=tuple(args.disable_scheduler_plugin),
+        extra_kcm_flags=tuple(args.kcm_flag),
         provisioner=not args.no_provisioner,
     )
     handle = LocalCluster(cfg, detached=True).up()
@@ -37,8 +38,6 @@ def _cluster_up(args: argparse.Namespace) -> int:
 
 
 def _cluster_down(args: argparse.Namespace) -> int:
-    from clusters.local.registry import destroy, list_clusters
-
     states = list_clusters()
     if args.all:
         chosen = states
@@ -53,8 +52,6 @@ def _cluster_down(args: argparse.Namespace) -> int:
 
 
 def _cluster_list(args: argparse.Namespace) -> int:
-    from clusters.local.registry import list_clusters
-
     states = list_clusters()
     if not states:
         print("no local clusters")
@@ -67,8 +64,6 @@ def _cluster_list(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from tools.build import ensure_binaries
-
     bins = ensure_binaries(args.k8s_version)
     for name, path in bins.all().items():
         print(f"{name}\t{path}")
@@ -76,26 +71,11 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pvchaos.runner import RunRequest, run
-
-    extra = list(args.pytest_args)
-    if extra and extra[0] == "--":
-        extra = extra[1:]
-    req = RunRequest(
-        backend=args.backend, k8s_version=args.k8s_version,
-        suites=tuple(s for part in args.suites for s in part.split(",") if s),
-        keyword=args.k, workers=args.workers, profile=args.profile, keep_cluster=args.keep_cluster,
-        report_dir=Path(args.report_dir).resolve(), kubeconfig=args.kubeconfig, context=args.context,
-        allow_disruptive=args.allow_disruptive, allow_contexts=tuple(args.allow_context),
-        feature_gates=args.feature_gates, pytest_args=tuple(extra),
-    )
-    return run(req)
+    return run(from_values(vars(args).get, pytest_side=False))
 
 
 def _selftest(args: argparse.Namespace) -> int:
     """The harness's own tests: oracle units, backends, lifecycle, self-verification."""
-    from tools.build import ensure_binaries
-
     ensure_binaries(DEFAULT_K8S_VERSION)
     extra = [a for a in args.pytest_args if a != "--"]
     argv = [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-rfEs", *extra]
@@ -116,6 +96,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--disable-controller", action="append", default=[], metavar="NAME",
                     help="a kube-controller-manager controller to leave out (repeatable)")
     up.add_argument("--disable-scheduler-plugin", action="append", default=[], metavar="NAME")
+    up.add_argument("--kcm-flag", action="append", default=[], metavar="FLAG",
+                    help="an extra kube-controller-manager flag, e.g. --kube-api-qps=100 (repeatable)")
     up.add_argument("--no-provisioner", action="store_true", help="do not start the zonal test provisioner")
     up.set_defaults(func=_cluster_up)
     down = cl.add_parser("down", help="stop a local cluster and remove its directory")
@@ -130,20 +112,7 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_build)
 
     r = sub.add_parser("run", help="run the suites and write the Allure report (the main job)")
-    r.add_argument("--backend", default="local", choices=("local", "kind", "existing"))
-    r.add_argument("--k8s-version", default="")
-    r.add_argument("--suites", action="append", default=[], help="comma-separated suite names (default: all)")
-    r.add_argument("-k", default=None, help="pytest -k expression")
-    r.add_argument("--workers", default="auto", help="parallel workers (pytest-xdist); 0 runs in one process")
-    r.add_argument("--profile", default=None, help="driver profile file")
-    r.add_argument("--keep-cluster", action="store_true")
-    r.add_argument("--report-dir", default=str(REPO_ROOT / "reports"))
-    r.add_argument("--kubeconfig", default=None)
-    r.add_argument("--context", default=None)
-    r.add_argument("--allow-disruptive", action="store_true")
-    r.add_argument("--allow-context", action="append", default=[])
-    r.add_argument("--feature-gates", default="")
-    r.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --, passed to pytest")
+    add_run_arguments(r)
     r.set_defaults(func=_run)
 
     t = sub.add_parser("selftest", help="the harness's own tests")

@@ -23,42 +23,24 @@ from pvchaos import faults
 from clusters.existing import disruption_refusal
 from clusters.local.registry import sweep_orphans
 from pvchaos.profiles import DriverProfile, effective_capabilities, load_profile, skip_reason
-from clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Options
+from clusters.options import Options, add_options, from_values
+from clusters.pool import CannotProvide, ClusterPool, ClusterRequest
 from kube.kinds import event_lines
 from kube.wait import describe
 from pvchaos.workspace import Workspace
+from tools.build import ensure_binaries
+from tools.versions import DEFAULT_K8S_VERSION
 
 WORKSPACE_KEY = pytest.StashKey[Workspace]()
 EXEMPT_KEY = pytest.StashKey[set[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("pvchaos", "pvchaos cluster options")
-    g.addoption("--backend", default="local", choices=("local", "kind", "existing"),
-                help="where the suites run (default: local, a real control plane with KWOK nodes)")
-    g.addoption("--k8s-version", default="", help="Kubernetes version of local clusters, e.g. v1.35.4")
-    g.addoption("--zones", default="3", help="number of zones, or a comma-separated list of names")
-    g.addoption("--nodes-per-zone", type=int, default=2)
-    g.addoption("--feature-gates", default="", help="extra gates for local clusters, A=true,B=false")
-    g.addoption("--kubeconfig", default=None, help="kubeconfig of an existing cluster (--backend existing)")
-    g.addoption("--context", default=None, help="context in --kubeconfig")
-    g.addoption("--allow-disruptive", action="store_true",
-                help="allow node/zone faults and label changes on a cluster pvchaos did not create")
-    g.addoption("--allow-context", action="append", default=[],
-                help="a context name disruptive suites may run against (repeatable)")
-    g.addoption("--keep-cluster", action="store_true", help="leave shared clusters running after the run")
-    g.addoption("--profile", default=None, help="a driver profile (upstream external storage test driver file)")
+    add_options(parser.getgroup("pvchaos", "pvchaos cluster options").addoption, pytest_side=True)
 
 
 def _options(config: pytest.Config) -> Options:
-    return Options(
-        backend=config.getoption("backend"), k8s_version=config.getoption("k8s_version"),
-        zones=config.getoption("zones"), nodes_per_zone=config.getoption("nodes_per_zone"),
-        feature_gates=config.getoption("feature_gates"), kubeconfig=config.getoption("kubeconfig"),
-        context=config.getoption("context"), allow_disruptive=config.getoption("allow_disruptive"),
-        allow_contexts=tuple(config.getoption("allow_context")), keep_cluster=config.getoption("keep_cluster"),
-        profile=config.getoption("profile"),
-    )
+    return from_values(config.getoption, pytest_side=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -178,9 +160,6 @@ def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle) -> It
 @pytest.fixture(scope="session")
 def kubectl() -> Path:
     """A kubectl built with the default version (what `kubectl patch` tests run)."""
-    from tools.build import ensure_binaries
-    from tools.versions import DEFAULT_K8S_VERSION
-
     return ensure_binaries(DEFAULT_K8S_VERSION, only=["kubernetes"]).kubectl
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from clusters.topology import ZONE_KEY
 from kube import builders as b
+from pvchaos.kit import measure
 from pvchaos import expect as x
 from pvchaos.workspace import Workspace
 
@@ -82,7 +83,7 @@ def test_allowed_topologies_limit_immediate_provisioning(ws: Workspace) -> None:
         pv = x.bound_volume(ws, c)
         x.expect(_pv_zones(pv) <= set(allowed), f"PV for {c} must be in {allowed}", pv, ws=ws)
         seen |= _pv_zones(pv)
-    allure.dynamic.parameter("zones used", sorted(seen))
+    measure.note("zones used", sorted(seen))
 
 
 @allure.feature("allowedTopologies")

@@ -11,6 +11,7 @@ import pytest
 
 from chaos import components
 from kube import builders as b
+from pvchaos.kit import measure
 from pvchaos import expect as x
 from kube.wait import wait_for_state
 from pvchaos.workspace import Workspace
@@ -43,7 +44,7 @@ def test_scheduler_restart_mid_binding(ws: Workspace) -> None:
     for i in range(len(claims)):
         x.pod_runs(ws, f"app-{i}", timeout=90)
     _all_bound(ws, claims)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
+    measure.since("recovery seconds", t0)
 
 
 @allure.story("controller-manager down while claims wait for static PVs")
@@ -62,6 +63,6 @@ def test_controller_manager_restart_mid_binding(ws: Workspace) -> None:
     t0 = time.monotonic()
     components.start_component(ws.cluster, "kube-controller-manager")
     _all_bound(ws, claims)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
+    measure.since("recovery seconds", t0)
     volumes = [c["spec"]["volumeName"] for c in ws.list("PersistentVolumeClaim")]
     x.expect(len(set(volumes)) == len(volumes), f"each claim got its own PV: {volumes}")

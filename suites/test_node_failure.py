@@ -13,6 +13,7 @@ from chaos import labels as chaos_labels
 from chaos import nodes as chaos_nodes
 from clusters.topology import HOSTNAME_KEY, ZONE_KEY
 from kube import builders as b
+from pvchaos.kit import measure
 from pvchaos import expect as x
 from pvchaos.nodes import UNREACHABLE, has_taint, wait_node_ready, wait_node_unreachable, wait_taint_gone
 from kube.wait import wait_for, wait_gone
@@ -46,7 +47,7 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     t_unknown = time.monotonic() - t0
     x.expect(has_taint(dead, UNREACHABLE, "NoSchedule") and has_taint(dead, UNREACHABLE, "NoExecute"),
              "an Unknown node carries node.kubernetes.io/unreachable NoSchedule and NoExecute", dead, ws=ws)
-    allure.dynamic.parameter("seconds to Unknown and tainted", f"{t_unknown:.1f}")
+    measure.seconds("to Unknown and tainted, seconds", t_unknown)
 
     wait_gone(ws.kube, "Pod", "at-once", ws.namespace, 30, "evicted at once (tolerationSeconds 0)", terminating=True)
     t_first = time.monotonic() - t0
@@ -59,15 +60,15 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     still = ws.get("Pod", "default") or {}
     x.expect(not still.get("metadata", {}).get("deletionTimestamp"),
              "a pod with the default 300 s toleration is not evicted yet", still, ws=ws)
-    allure.dynamic.parameter("eviction seconds (0 s, 6 s tolerations)", f"{t_first - t_unknown:.1f}, "
-                                                                     f"{t_second - t_unknown:.1f}")
+    measure.seconds("eviction after the 0 s toleration, seconds", t_first - t_unknown)
+    measure.seconds("eviction after the 6 s toleration, seconds", t_second - t_unknown)
 
     t1 = time.monotonic()
     chaos_nodes.restore_node(ws.cluster, node)
     wait_node_ready(ws, node)
     wait_taint_gone(ws, node, UNREACHABLE)
     recovery = time.monotonic() - t1
-    allure.dynamic.parameter("recovery seconds", f"{recovery:.1f}")
+    measure.seconds("recovery seconds", recovery)
     print(f"node failure: Unknown+tainted after {t_unknown:.1f}s, evictions at +{t_first - t_unknown:.1f}s / "
           f"+{t_second - t_unknown:.1f}s, Ready again {recovery:.1f}s after return")
 
@@ -100,7 +101,7 @@ def test_statefulset_zonal_volume_moves_within_zone(ws: Workspace) -> None:
     new = wait_for(ws.kube, "Pod", "db-0",
                    lambda o: o is not None and o["metadata"]["uid"] != first["metadata"]["uid"]
                    and o.get("status", {}).get("phase") == "Running", "a replacement Running", ws.namespace, 60)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
+    measure.since("recovery seconds", t0)
     new_node = ws.get("Node", new["spec"]["nodeName"]) or {}
     x.expect(new["spec"]["nodeName"] != node and x.label(new_node, ZONE_KEY) == zone,
              f"the replacement must run on another node of {zone}", new, new_node, ws=ws)
@@ -129,7 +130,7 @@ def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
     t0 = time.monotonic()
     chaos_nodes.restore_node(ws.cluster, node)
     pod = x.pod_runs(ws, "db-0", timeout=90)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
+    measure.since("recovery seconds", t0)
     x.expect(pod["spec"]["nodeName"] == node, f"the replacement returns to {node}", pod, ws=ws)
 
 
@@ -148,7 +149,7 @@ def test_out_of_service_taint_moves_replica(ws: Workspace) -> None:
                    lambda o: o is not None and o["metadata"]["uid"] != first["metadata"]["uid"]
                    and o.get("status", {}).get("phase") == "Running",
                    "the replica replaced and Running after out-of-service", ws.namespace, 90)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
+    measure.since("recovery seconds", t0)
     x.expect(new["spec"]["nodeName"] != node, "the replacement runs on another node", new, ws=ws)
     chaos_labels.remove_taint(ws.kube, node, chaos_labels.OUT_OF_SERVICE)
     x.expect(not has_taint(ws.get("Node", node) or {}, chaos_labels.OUT_OF_SERVICE["key"], "NoExecute"),

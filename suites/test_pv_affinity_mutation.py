@@ -19,6 +19,7 @@ from clusters.topology import REGION_KEY, ZONE_KEY
 from conformance import expectations, messages
 from conformance.affinity import node_matches_pv_affinity
 from kube import builders as b
+from pvchaos.kit import measure
 from pvchaos import expect as x
 from kube.kinds import Obj
 from kube.wait import holds_for, wait_for_state
@@ -215,8 +216,8 @@ def test_tightening_race_is_measured(ws: Workspace) -> None:
     after_update = {p: (t - updated_at, node) for p, (t, node) in placed.seen.items() if t >= updated_at}
     violators = sorted(p for p, (_, node) in after_update.items() if not node_matches_pv_affinity(nodes[node], new_pv))
     window = max((after_update[p][0] for p in violators), default=0.0)
-    allure.dynamic.parameter("race window seconds", f"{window:.3f}")
-    allure.dynamic.parameter("pods placed against the new affinity", f"{len(violators)}/{len(after_update)}")
+    measure.seconds("race window seconds", window, digits=3)
+    measure.note("pods placed against the new affinity", f"{len(violators)}/{len(after_update)}")
     print(f"tightening race: {len(violators)} of {len(after_update)} pods placed after the update landed outside "
           f"{keep}; window {window * 1000:.0f} ms")
     _exempt(ws, *(p for p, (_, node) in placed.seen.items() if not node_matches_pv_affinity(nodes[node], new_pv)))

@@ -16,6 +16,7 @@ from kube import kinds
 from chaos import nodes as chaos_nodes
 from clusters.topology import HOSTNAME_KEY
 from kube import builders as b
+from pvchaos.kit import measure
 from pvchaos import expect as x
 from kube.objects import UNREACHABLE, has_taint
 from kube.objects import ready as node_ready_status
@@ -54,7 +55,7 @@ def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     down = chaos_nodes.zone_outage(ws.cleanup, ws.cluster, ws.kube, zone)
     wait_for_state(ws.kube, "Node", lambda st: True if len(_tainted(st, down)) == len(down) else None,
                    f"every node of {zone} tainted {UNREACHABLE}:NoExecute", timeout=60)
-    allure.dynamic.parameter("seconds until the whole zone is tainted", f"{time.monotonic() - t0:.1f}")
+    measure.since("until the whole zone is tainted, seconds", t0)
     for pod, node in placed.items():
         if node in down:
             wait_gone(ws.kube, "Pod", pod, ws.namespace, 30, f"evicted from {node}", terminating=True)
@@ -68,7 +69,7 @@ def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
         chaos_nodes.restore_node(ws.cluster, n)
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "True" for n in down)
                    else None, f"nodes of {zone} Ready again", timeout=60)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t1:.1f}")
+    measure.since("recovery seconds", t1)
 
 
 @allure.story("every zone down: master disruption mode stops tainting and evicting (an in-flight taint is measured)")
@@ -98,7 +99,7 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
 
     with allure.step("for 16 s (past the 10 s tolerations) no pod on an untainted node is evicted"):
         holds_for(ws.kube, "Pod", evicted_untainted, 16, "no eviction while all zones are down", ws.namespace)
-    allure.dynamic.parameter("nodes tainted after master disruption mode", ",".join(sorted(tainted_late)) or "none")
+    measure.note("nodes tainted after master disruption mode", ",".join(sorted(tainted_late)) or "none")
     print(f"all zones down: nodes NoExecute-tainted despite master disruption mode: {sorted(tainted_late) or 'none'}")
     x.expect(len(tainted_late) <= len(zones),
              f"at most one in-flight taint per zone may land after master disruption mode: {sorted(tainted_late)}")
