@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from enum import StrEnum
 from typing import Protocol
 
 from kube.errors import ClusterError
 
-__all__ = ["Capability", "ClusterBackend", "ClusterError", "ClusterHandle", "NodeFaults"]
+__all__ = ["Capability", "CapabilityMissing", "ClusterBackend", "ClusterError", "ClusterHandle", "NodeFaults"]
 
 
-class Capability:
-    """Names of what a cluster can do. Plain strings so profiles can list them."""
+class Capability(StrEnum):
+    """What a cluster (or a driver) can do. Values are the words suites write in
+    `needs(...)`; an unknown word is rejected when tests are collected."""
 
     ZONES = "zones"  # nodes carry topology.kubernetes.io/zone in >= 2 zones
     DYNAMIC_ZONAL = "dynamic-zonal"  # a provisioner that writes zonal PV affinity
@@ -30,6 +32,28 @@ class Capability:
     MUTABLE_PV_AFFINITY = "mutable-pv-affinity"  # MutablePVNodeAffinity gate is on
     OWNED = "owned"  # the harness created this cluster and may disturb it
     EPHEMERAL_STORAGE = "ephemeral-storage"  # nodes report ephemeral-storage allocatable
+
+    @classmethod
+    def parse(cls, word: str) -> Capability:
+        """The capability a `needs(...)` word names, or ValueError listing the known ones."""
+        try:
+            return cls(word)
+        except ValueError:
+            known = ", ".join(c.value for c in cls)
+            raise ValueError(f"unknown capability {word!r}; known: {known}") from None
+
+
+@dataclass(frozen=True)
+class CapabilityMissing:
+    """Why a test skips: the capability, and who lacks it ("backend kind", "driver X").
+    Reports read these fields (Allure labels), never the sentence."""
+
+    capability: str
+    source: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.source}: no {self.capability}" + (f" ({self.detail})" if self.detail else "")
 
 
 class NodeFaults(Protocol):

@@ -22,7 +22,7 @@ from typing import Any
 from clusters.backend import ClusterError, ClusterHandle
 from clusters.existing import ExistingBackend
 from clusters.kind import KindBackend
-from clusters.local.cluster import LocalCluster
+from clusters.local.cluster import LocalCluster, local_capabilities
 from clusters.options import Options
 from clusters.local.config import LocalClusterConfig, parse_feature_gates
 from clusters.topology import Topology
@@ -30,6 +30,16 @@ from kube import naming
 from tools.versions import DEFAULT_K8S_VERSION
 
 Teardown = Callable[[], None]  # downs a cluster this pool started
+Configure = Callable[[LocalClusterConfig], LocalClusterConfig]  # last word on a local cluster's configuration
+Started = Callable[[LocalCluster, ClusterHandle], None]  # told of every local cluster once it is up
+
+
+def _same(cfg: LocalClusterConfig) -> LocalClusterConfig:
+    return cfg
+
+
+def _nothing(local: LocalCluster, handle: ClusterHandle) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,8 @@ class ClusterPool:
     """The clusters of one worker process."""
 
     options: Options
+    configure: Configure = _same  # the plugin routes these to its hooks (pvchaos.plugin.hookspecs)
+    started: Started = _nothing
     _shared: dict[ClusterRequest, tuple[LocalCluster, ClusterHandle]] = field(default_factory=dict)
     _external: ClusterHandle | None = None
     _external_down: Teardown | None = None  # set when the harness created the cluster (kind)
@@ -92,23 +104,41 @@ class ClusterPool:
         )
         if request.node_monitor_grace_seconds:
             cfg = replace(cfg, node_monitor_grace_seconds=request.node_monitor_grace_seconds)
-        return cfg
+        return self.configure(cfg)
+
+    def _start(self, request: ClusterRequest) -> tuple[LocalCluster, ClusterHandle]:
+        local = LocalCluster(self._local_config(request))
+        handle = local.up()
+        try:
+            self.started(local, handle)
+        except BaseException:
+            local.down()
+            raise
+        return local, handle
+
+    def capabilities(self, request: ClusterRequest) -> frozenset[str]:
+        """What the cluster for this request can do, without starting a new one: a local
+        configuration's are known in advance; an external cluster is reached once, shared."""
+        if self.options.backend == "local":
+            if request in self._shared:
+                return self._shared[request][1].capabilities
+            return local_capabilities(self._local_config(request))
+        return self._external_for(request).capabilities
 
     def shared(self, request: ClusterRequest) -> ClusterHandle:
         """The worker's cluster for this configuration, started on first use."""
         if self.options.backend != "local":
             return self._external_for(request)
         if request not in self._shared:
-            local = LocalCluster(self._local_config(request))
-            self._shared[request] = (local, local.up())
+            self._shared[request] = self._start(request)
         return self._shared[request][1]
 
     def fresh(self, request: ClusterRequest) -> tuple[ClusterHandle, Teardown | None]:
         """A cluster for one disruptive test and how to down it (None: not ours to down)."""
         if self.options.backend != "local":
             return self._external_for(request), None
-        local = LocalCluster(self._local_config(request))
-        return local.up(), local.down
+        local, handle = self._start(request)
+        return handle, local.down
 
     # -- external ---------------------------------------------------------------------------
     def _external_for(self, request: ClusterRequest) -> ClusterHandle:

@@ -13,8 +13,8 @@ import pytest
 from clusters.topology import ZONE_KEY
 from kube import builders as b
 from pvchaos.kit import measure
-from pvchaos import expect as x
-from pvchaos.workspace import Workspace
+from pvchaos.kit import expect as x
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Scheduling with volumes"), pytest.mark.needs("zones", "dynamic-zonal")]
 

@@ -12,9 +12,9 @@ import pytest
 from chaos import components
 from kube import builders as b
 from pvchaos.kit import measure
-from pvchaos import expect as x
+from pvchaos.kit import expect as x
 from kube.wait import wait_for_state
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Control plane"), allure.feature("Component restarts"), pytest.mark.disruptive,
               pytest.mark.needs("component-restart")]

@@ -9,10 +9,10 @@ import pytest
 from chaos import labels as chaos_labels
 from clusters.topology import HOSTNAME_KEY, ZONE_KEY
 from kube import builders as b
-from pvchaos import expect as x
+from pvchaos.kit import expect as x
 from kube.kinds import Obj
 from kube.wait import holds_for, wait_for
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Node label changes"), pytest.mark.disruptive,
               pytest.mark.needs("node-labels")]

@@ -8,10 +8,10 @@ import pytest
 
 from conformance.affinity import node_matches_pv_affinity
 from kube import builders as b
-from pvchaos import expect as x
+from pvchaos.kit import expect as x
 from kube.kinds import Obj
 from kube.wait import wait_for, wait_gone
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Local volumes with StatefulSets"),
               pytest.mark.needs("static-pv")]

@@ -14,10 +14,10 @@ from chaos import nodes as chaos_nodes
 from clusters.topology import HOSTNAME_KEY, ZONE_KEY
 from kube import builders as b
 from pvchaos.kit import measure
-from pvchaos import expect as x
-from pvchaos.nodes import UNREACHABLE, has_taint, wait_node_ready, wait_node_unreachable, wait_taint_gone
+from pvchaos.kit import expect as x
+from pvchaos.kit.nodes import UNREACHABLE, has_taint, wait_node_ready, wait_node_unreachable, wait_taint_gone
 from kube.wait import wait_for, wait_gone
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pytest.mark.needs("node-failure")]
 

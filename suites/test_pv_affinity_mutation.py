@@ -20,10 +20,10 @@ from conformance import expectations, messages
 from conformance.affinity import node_matches_pv_affinity
 from kube import builders as b
 from pvchaos.kit import measure
-from pvchaos import expect as x
+from pvchaos.kit import expect as x
 from kube.kinds import Obj
 from kube.wait import holds_for, wait_for_state
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("PV node affinity mutation (KEP-5381)"), pytest.mark.needs("static-pv", "zones")]
 

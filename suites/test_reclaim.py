@@ -6,9 +6,9 @@ import allure
 import pytest
 
 from kube import builders as b
-from pvchaos import expect as x
+from pvchaos.kit import expect as x
 from kube.wait import wait_gone
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Binding"), allure.feature("Reclaim")]
 

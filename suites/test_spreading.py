@@ -10,9 +10,9 @@ import pytest
 from clusters.topology import ZONE_KEY
 from conformance.affinity import node_matches_pv_affinity
 from kube import builders as b
-from pvchaos import expect as x
+from pvchaos.kit import expect as x
 from kube.wait import wait_for
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Spreading across zones"),
               pytest.mark.needs("zones", "dynamic-zonal")]

@@ -15,8 +15,8 @@ import pytest
 
 from conformance.claims import explain_mismatch, find_matching_volume
 from kube import builders as b
-from pvchaos import expect as x
-from pvchaos.workspace import Workspace
+from pvchaos.kit import expect as x
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [
     allure.epic("Binding"),

@@ -17,13 +17,13 @@ from chaos import nodes as chaos_nodes
 from clusters.topology import HOSTNAME_KEY
 from kube import builders as b
 from pvchaos.kit import measure
-from pvchaos import expect as x
+from pvchaos.kit import expect as x
 from kube.objects import UNREACHABLE, has_taint
 from kube.objects import ready as node_ready_status
 from kube.poll import poll_until
 from kube.kinds import Obj
 from kube.wait import holds_for, wait_for_state, wait_gone
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Zone outage"), pytest.mark.disruptive,
               pytest.mark.needs("node-failure", "zones")]

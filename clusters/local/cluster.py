@@ -293,20 +293,10 @@ class LocalCluster:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def handle(self) -> ClusterHandle:
-        caps = {Capability.ZONES, Capability.STATIC_PV, Capability.BLOCK, Capability.RWX,
-                Capability.NODE_FAILURE, Capability.NODE_LABELS, Capability.COMPONENT_RESTART,
-                Capability.OWNED, Capability.EPHEMERAL_STORAGE}
-        if len(self.cfg.topology.zones) < 2:
-            caps.discard(Capability.ZONES)
-        if self.cfg.provisioner:
-            caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}
-        gates = self.cfg.effective_gates()
-        if gates.get(flags.MUTABLE_PV_GATE):
-            caps.add(Capability.MUTABLE_PV_AFFINITY)
         return ClusterHandle(
             name=self.cfg.name, backend="local", kubeconfig=self.directory / "kubeconfig",
-            context=None, k8s_version=self.cfg.k8s_version, capabilities=frozenset(caps),
-            feature_gates=gates,
+            context=None, k8s_version=self.cfg.k8s_version, capabilities=local_capabilities(self.cfg),
+            feature_gates=self.cfg.effective_gates(),
             zonal_class_provisioner=ZONAL_PROVISIONER if self.cfg.provisioner else None,
             local_class_provisioner=LOCAL_PROVISIONER if self.cfg.provisioner else None,
             faults=self, directory=self.directory,
@@ -366,6 +356,21 @@ def _jsonable(value: object) -> object:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
+    """What a local cluster of this configuration can do, known before it starts (so a
+    test that needs more skips without starting one)."""
+    caps = {Capability.ZONES, Capability.STATIC_PV, Capability.BLOCK, Capability.RWX,
+            Capability.NODE_FAILURE, Capability.NODE_LABELS, Capability.COMPONENT_RESTART,
+            Capability.OWNED, Capability.EPHEMERAL_STORAGE}
+    if len(cfg.topology.zones) < 2:
+        caps.discard(Capability.ZONES)
+    if cfg.provisioner:
+        caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}
+    if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
+        caps.add(Capability.MUTABLE_PV_AFFINITY)
+    return frozenset(caps)
 
 
 def _log(msg: str) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from pvchaos.certification import (
-    BehaviourResult, redact, render_certification, results_from_allure, write_allure_summary,
+    MISSING_LABEL, SOURCE_LABEL, BehaviourResult, redact, render_certification, results_from_allure,
+    write_allure_summary,
 )
-from pvchaos.profiles import parse_profile
+from drivers.profile import parse_profile
 
 PROFILE = parse_profile({
     "ShortName": "ex", "StorageClass": {"FromExistingClassName": "gold"},
@@ -25,8 +26,8 @@ RESULTS = [
     BehaviourResult("3.10", "local PVs return to their node", "passed"),
     BehaviourResult("1.2", "gate off rejects a mutation", "failed", "expected 422 | got 200\nsecond line"),
     BehaviourResult("3.2", "allowedTopologies limits provisioning", "skipped",
-                    "driver csi.example.com: no topology (profile capability topology=false)"),
-    BehaviourResult("2.1", "RWX claim binds", "skipped", "backend kind: no rwx"),
+                    "driver csi.example.com: no topology (profile capability topology=false)", "topology"),
+    BehaviourResult("2.1", "RWX claim binds", "skipped", "backend kind: no rwx", "rwx"),
 ]
 
 
@@ -71,7 +72,8 @@ def write_result(d: Path, name: str, **fields) -> None:
 def test_results_from_allure_files(tmp_path: Path) -> None:
     write_result(tmp_path, "a", status="passed", labels=[{"name": "behaviour", "value": "1.1"}])
     write_result(tmp_path, "b", status="broken", statusDetails={"message": "KeyError: x"})
-    write_result(tmp_path, "c", status="skipped", statusDetails={"message": "Skipped: backend kind: no rwx"})
+    write_result(tmp_path, "c", status="skipped", statusDetails={"message": "Skipped: backend kind: no rwx"},
+                 labels=[{"name": MISSING_LABEL, "value": "rwx"}, {"name": SOURCE_LABEL, "value": "backend kind"}])
     write_result(tmp_path, "d1", status="failed", historyId="h-d", stop=1, statusDetails={"message": "flaky"})
     write_result(tmp_path, "d2", status="passed", historyId="h-d", stop=2)
     write_result(tmp_path, "e", status="unknown")
@@ -95,13 +97,20 @@ def test_summary_goes_into_allure_and_is_not_read_back(tmp_path: Path) -> None:
 
 
 def test_reads_what_allure_pytest_really_writes(tmp_path: Path) -> None:
-    """A tiny session through the real allure-pytest plugin, then read back."""
+    """A tiny session through the real allure-pytest plugin, then read back. The skip is
+    made by the plugin's own `skip_for` in a fixture, as the `cluster` fixture does: the
+    capability reaches the page through a label, not by parsing the sentence."""
     (tmp_path / "test_demo.py").write_text(
         "import allure, pytest\n"
+        "from clusters.backend import CapabilityMissing\n"
+        "from pvchaos.plugin.fixtures import skip_for\n"
+        "@pytest.fixture\n"
+        "def no_topology():\n"
+        "    skip_for([CapabilityMissing('topology', 'driver d', 'profile capability topology=false')])\n"
         "@allure.label('behaviour', '1.2')\n"
         "def test_ok():\n    pass\n"
         "def test_bad():\n    assert 1 == 2, 'expected 422'\n"
-        "def test_skip():\n    pytest.skip('driver d: no topology (profile capability topology=false)')\n")
+        "def test_skip(no_topology):\n    pass\n")
     out = tmp_path / "allure-results"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--alluredir={out}",
                            str(tmp_path / "test_demo.py")], cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -38,7 +38,7 @@ from kube.cleanup import Cleanup
 from kube.poll import poll_until
 from kube.kinds import Obj
 from kube.wait import WaitTimeout, phase_is, pod_cannot_run, pod_running, wait_for, wait_for_state
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 from tools.build import REPO_ROOT, BuildError, ensure_binaries
 from tools.versions import DEFAULT_K8S_VERSION
 

@@ -39,7 +39,7 @@ from conformance.affinity import node_matches_pv_affinity
 from kube import builders as b
 from kube.kinds import Obj
 from kube.wait import State, wait_for_state
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [
     allure.epic("Self-verification"),

@@ -9,7 +9,7 @@ from kube import objects as o
 from kube.kinds import Obj
 from kube.objects import NOT_READY, UNREACHABLE, has_taint
 from kube.wait import wait_for
-from pvchaos.workspace import Workspace
+from pvchaos.kit.workspace import Workspace
 
 __all__ = ["NOT_READY", "UNREACHABLE", "has_taint", "wait_node_ready", "wait_node_unreachable", "wait_taint_gone"]
 
