@@ -12,7 +12,7 @@ import allure
 from kube import kinds
 from clusters.backend import ClusterHandle
 from kube.client import Kube
-from clusters.topology import REGION_KEY, ZONE_KEY
+from kube.objects import REGION_KEY
 from kube import builders as b
 
 
@@ -44,14 +44,4 @@ def kubectl_merge_patch(cluster: ClusterHandle, kubectl: Path, pv: str, body: st
         argv += ["--context", cluster.context]
     argv += ["patch", "pv", pv, "--type", "merge", "-p", body]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
-
-
-def zone_values(pv: dict[str, Any]) -> set[str]:
-    out: set[str] = set()
-    terms = (((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms") or []
-    for term in terms:
-        for expr in term.get("matchExpressions") or []:
-            if expr.get("key") == ZONE_KEY and expr.get("operator") == "In":
-                out |= set(expr.get("values") or [])
-    return out
 

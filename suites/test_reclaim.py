@@ -6,6 +6,7 @@ import allure
 import pytest
 
 from kube import builders as b
+from kube.kinds import Obj
 from pvchaos.kit import expect as x
 from kube.wait import wait_gone
 from pvchaos.kit.workspace import Workspace
@@ -13,10 +14,9 @@ from pvchaos.kit.workspace import Workspace
 pytestmark = [allure.epic("Binding"), allure.feature("Reclaim")]
 
 
-def _dynamic_claim_with_delete_policy(ws: Workspace) -> dict:
-    """Claim `data` bound to a freshly provisioned zonal PV whose class says Delete."""
-    sc = ws.name("zonal-delete")
-    ws.create(b.storage_class(sc, ws.cluster.zonal_class_provisioner or "", "Immediate", reclaim="Delete"))
+def _dynamic_claim_with_delete_policy(ws: Workspace) -> Obj:
+    """Claim `data` bound to a freshly provisioned volume whose class says Delete."""
+    sc = ws.storage_class("zonal-delete", "Immediate", reclaim="Delete")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     return x.bound_volume(ws, "data")
 
