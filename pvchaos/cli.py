@@ -74,11 +74,17 @@ def _run(args: argparse.Namespace) -> int:
     return run(from_values(vars(args).get, pytest_side=False))
 
 
+SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck")  # tests/conftest.py assigns them
+
+
 def _selftest(args: argparse.Namespace) -> int:
-    """The harness's own tests: oracle units, backends, lifecycle, self-verification."""
-    ensure_binaries(DEFAULT_K8S_VERSION)
+    """The harness's own tests, all tiers or one (`--tier unit` runs in seconds)."""
+    if args.tier != "unit":
+        ensure_binaries(DEFAULT_K8S_VERSION)
     extra = [a for a in args.pytest_args if a != "--"]
-    argv = [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-rfEs", *extra]
+    target = ["tests/unit"] if args.tier == "unit" else ["tests"]
+    tier = [] if args.tier == "all" else ["-m", args.tier]
+    argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *extra]
     return subprocess.call(argv, cwd=REPO_ROOT)
 
 
@@ -116,6 +122,9 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_run)
 
     t = sub.add_parser("selftest", help="the harness's own tests")
+    t.add_argument("--tier", default="all", choices=("all", *SELFTEST_TIERS),
+                   help="unit: pure, seconds; binaries: tools, no cluster; cluster: local clusters; "
+                        "selfcheck: the suites on healthy and broken clusters")
     t.add_argument("pytest_args", nargs=argparse.REMAINDER)
     t.set_defaults(func=_selftest)
     return p
