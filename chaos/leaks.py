@@ -4,14 +4,12 @@ and taints it had before the test."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from clusters.backend import ClusterHandle
 from kube import kinds
 from kube import objects as o
 from kube.client import Kube
 from kube.kinds import Obj
-from kube.wait import wait_for_state
+from kube.wait import State, wait_for_state
 
 NodeState = dict[str, tuple[dict[str, str], list[tuple[str, str, str]]]]
 _CONTROLLER_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
@@ -34,7 +32,7 @@ def assert_restored(kube: Kube, cluster: ClusterHandle, before: NodeState, timeo
     if stopped:
         raise AssertionError(f"fault left injected: nodes {stopped} still have no heartbeat after cleanup")
 
-    def differences(state: dict[str, Any]) -> list[str]:
+    def differences(state: State) -> list[str]:
         out = []
         for name, (labels, taints) in before.items():
             node = state.get(name)
@@ -53,7 +51,7 @@ def assert_restored(kube: Kube, cluster: ClusterHandle, before: NodeState, timeo
 
     last: list[list[str]] = [[]]
 
-    def restored(state: dict[str, Any]) -> bool | None:
+    def restored(state: State) -> bool | None:
         last[0] = differences(state)
         return True if not last[0] else None
 

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from kube.errors import ClusterError
+from tools.versions import minor_of
 
 __all__ = ["Capability", "CapabilityMissing", "ClusterBackend", "ClusterError", "ClusterHandle", "NodeFaults"]
 
@@ -87,11 +88,7 @@ class ClusterHandle:
     @property
     def minor(self) -> int:
         """1.35.4 -> 35; 0 when the version is unknown."""
-        parts = self.k8s_version.lstrip("v").split(".")
-        try:
-            return int(parts[1])
-        except (IndexError, ValueError):
-            return 0
+        return minor_of(self.k8s_version) or 0
 
     def has(self, capability: str) -> bool:
         return capability in self.capabilities

@@ -21,6 +21,7 @@ import yaml
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
 from kube import kinds
+from kube import objects as o
 from kube.client import Kube, as_dict, connect
 from kube.errors import ApiError, ConditionNotReached
 from kube.wait import wait_gone
@@ -242,21 +243,16 @@ def sweep(kube: Kube, selector: str = f"{OWNER_LABEL}=true") -> list[str]:
     namespaces carrying the label; returns what was deleted, raises all failures together."""
     removed: list[str] = []
     errors: list[Exception] = []
-    targets: list[tuple[str, str, Any]] = []
-    for pv in kube.core.list_persistent_volume(label_selector=selector).items:
-        targets.append(("persistentvolume", pv.metadata.name, kube.core.delete_persistent_volume))
-    for sc in kube.storage.list_storage_class(label_selector=selector).items:
-        targets.append(("storageclass", sc.metadata.name, kube.storage.delete_storage_class))
-    for ns in kube.core.list_namespace(label_selector=selector).items:
-        if ns.metadata.name.startswith(NAMESPACE_PREFIX):
-            targets.append(("namespace", ns.metadata.name, kube.core.delete_namespace))
-    for kind, name, delete in targets:
-        try:
-            delete(name)
-            removed.append(f"{kind}/{name}")
-        except ApiError as exc:
-            if exc.status != 404:
-                errors.append(RuntimeError(f"delete {kind}/{name}: {_api_error(exc)}"))
+    for kind in ("PersistentVolume", "StorageClass", "Namespace"):
+        for obj in kinds.list_objects(kube, kind, label_selector=selector)[0]:
+            name = o.name(obj)
+            if kind == "Namespace" and not name.startswith(NAMESPACE_PREFIX):
+                continue
+            try:
+                kinds.delete(kube, kind, name, grace=None)  # already gone counts as deleted
+                removed.append(f"{kind.lower()}/{name}")
+            except ApiError as exc:
+                errors.append(RuntimeError(f"delete {kind.lower()}/{name}: {_api_error(exc)}"))
     if errors:
         raise ExceptionGroup(f"sweep: {len(errors)} deletions failed", errors)
     return removed

@@ -143,7 +143,7 @@ class ClusterPool:
     # -- external ---------------------------------------------------------------------------
     def _external_for(self, request: ClusterRequest) -> ClusterHandle:
         if not request.is_default:
-            raise _CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
+            raise CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
         if self._external is None:
             self._external, self._external_down = _connect_external(self.options)
         return self._external
@@ -170,7 +170,7 @@ class ClusterPool:
             raise ExceptionGroup("cluster teardown failed", errors)
 
 
-class _CannotProvide(Exception):
+class CannotProvide(Exception):
     """The backend cannot give this test the cluster it needs: a skip, not a failure."""
 
 
@@ -187,5 +187,3 @@ def _connect_external(options: Options) -> tuple[ClusterHandle, Teardown | None]
         return handle, lambda: backend.down(handle)
     raise ClusterError(f"unknown backend {options.backend!r}; use local, kind or existing")
 
-
-CannotProvide = _CannotProvide

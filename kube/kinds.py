@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
@@ -69,7 +70,7 @@ def _scope(k: Kind, namespace: str | None) -> tuple[str, ...]:
     return (namespace,) if k.namespaced and namespace is not None else ()
 
 
-def _load(resp: Any, kind_name: str) -> Obj:
+def _load(resp: urllib3.BaseHTTPResponse, kind_name: str) -> Obj:
     obj: Obj = json.loads(resp.data)
     obj.setdefault("kind", kind_name)
     return obj

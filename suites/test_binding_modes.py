@@ -11,7 +11,7 @@ import allure
 import pytest
 
 from kube import builders as b
-from kube.objects import SELECTED_NODE, ZONE_KEY, phase, pv_zones
+from kube.objects import SELECTED_NODE, ZONE_KEY, annotation, node_name, pv_zones
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
@@ -42,9 +42,9 @@ def test_wait_for_first_consumer_provisions_in_pod_zone(ws: Workspace) -> None:
     target = ws.zones()[-1]
     ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: target}))
     pod = x.pod_runs(ws, "app")
-    selected = x.claim_annotation(ws, "data", SELECTED_NODE)
-    x.expect(selected == pod["spec"]["nodeName"],
-             f"the scheduler records its node on the claim ({SELECTED_NODE})", pod, ws=ws)
+    pvc = x.claim_bound(ws, "data")
+    x.expect(annotation(pvc, SELECTED_NODE) == node_name(pod),
+             f"the scheduler records its node on the claim ({SELECTED_NODE})", pvc, pod, ws=ws)
     pv = x.bound_volume(ws, "data")
     x.expect(pv_zones(pv) == {target}, f"the PV must be provisioned in the pod's zone {target}", pv, ws=ws)
 
@@ -56,7 +56,6 @@ def test_allowed_topologies_limit_immediate_provisioning(ws: Workspace) -> None:
     sc = ws.storage_class("zonal-immediate", "Immediate", allowed)
     claims = [f"data-{i}" for i in range(6)]
     ws.create_all(b.persistent_volume_claim(c, "1Gi", sc) for c in claims)
-    x.all_reach(ws, "PersistentVolumeClaim", len(claims), lambda c: phase(c) == "Bound", "Bound")
     seen: set[str] = set()
     for c in claims:
         pv = x.bound_volume(ws, c)

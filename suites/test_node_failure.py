@@ -17,7 +17,7 @@ from kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zo
 from kube.wait import wait_for
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
-from pvchaos.kit.nodes import wait_node_ready, wait_node_unreachable, wait_taint_gone
+from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable, wait_taint_gone
 from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pytest.mark.needs("node-failure")]
