@@ -31,12 +31,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-from kube import kinds
-from kube.client import Kube, connect
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
-from kube import naming
 from kube import builders
+from kube import kinds
+from kube import naming
+from kube.client import Kube, connect
 from kube.wait import wait_for
 
 from tools.build import ensure_binaries

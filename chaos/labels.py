@@ -7,8 +7,8 @@ from typing import Any
 import allure
 
 from kube import kinds
-from kube.client import Kube
 from kube.cleanup import Cleanup
+from kube.client import Kube
 
 
 

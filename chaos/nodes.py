@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import allure
 
-from kube import kinds
 from clusters.backend import ClusterHandle
 from clusters.topology import ZONE_KEY
-from kube.client import Kube
 from conformance.types import NodeName, ZoneName
+from kube import kinds
 from kube.cleanup import Cleanup
+from kube.client import Kube
 
 
 

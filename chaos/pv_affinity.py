@@ -9,11 +9,11 @@ from typing import Any
 
 import allure
 
-from kube import kinds
 from clusters.backend import ClusterHandle
+from kube import builders as b
+from kube import kinds
 from kube.client import Kube
 from kube.objects import REGION_KEY
-from kube import builders as b
 
 
 Affinity = dict[str, Any]

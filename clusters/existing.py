@@ -20,14 +20,14 @@ from urllib.parse import urlsplit
 import yaml
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
+from clusters.local.cluster import LOCAL_PROVISIONER, ZONAL_PROVISIONER
+from clusters.local.config import MUTABLE_PV_GATE
+from clusters.topology import OWNER_LABEL, ZONE_KEY
 from kube import kinds
 from kube import objects as o
 from kube.client import Kube, as_dict, connect
 from kube.errors import ApiError, ConditionNotReached
 from kube.wait import wait_gone
-from clusters.local.cluster import LOCAL_PROVISIONER, ZONAL_PROVISIONER
-from clusters.local.config import MUTABLE_PV_GATE
-from clusters.topology import OWNER_LABEL, ZONE_KEY
 
 CONNECT_TIMEOUT = 5.0
 PROBE_PREFIX = "pvchaos-probe-"

@@ -23,8 +23,8 @@ from clusters.backend import ClusterError, ClusterHandle
 from clusters.existing import ExistingBackend
 from clusters.kind import KindBackend
 from clusters.local.cluster import LocalCluster, local_capabilities
-from clusters.options import Options
 from clusters.local.config import LocalClusterConfig, parse_feature_gates
+from clusters.options import Options
 from clusters.topology import Topology
 from kube import naming
 from tools.versions import DEFAULT_K8S_VERSION

@@ -16,9 +16,9 @@ from pathlib import Path
 from clusters.options import REPO_ROOT, Options
 from clusters.options import pytest_flags as _pytest_flags
 from clusters.topology import Topology
+from drivers.profile import load_profile
 from pvchaos import report
 from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
-from drivers.profile import load_profile
 from tools.build import ensure_binaries
 from tools.versions import DEFAULT_K8S_VERSION
 

@@ -11,10 +11,10 @@ import pytest
 
 from chaos import components
 from kube import builders as b
-from pvchaos.kit import measure
-from pvchaos.kit import expect as x
 from kube.objects import name, phase, scheduled
 from kube.wait import pod_running
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Control plane"), allure.feature("Component restarts"), pytest.mark.disruptive,

@@ -7,8 +7,8 @@ import pytest
 
 from kube import builders as b
 from kube.kinds import Obj
-from pvchaos.kit import expect as x
 from kube.wait import wait_gone
+from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Binding"), allure.feature("Reclaim")]

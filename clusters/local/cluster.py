@@ -25,14 +25,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
-from kube import kinds
-from kube import objects as o
-from kube.client import Kube, connect
-from kube.naming import OWNED_LABEL
 from clusters.local import config as flags
 from clusters.local.config import LocalClusterConfig
 from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, process_start_time, spawn, stop
 from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
+from kube import kinds
+from kube import objects as o
+from kube.client import Kube, connect
+from kube.naming import OWNED_LABEL
 from kube.poll import PollTimeout, poll_until
 from tools.build import Binaries, BuildError, cache_root, ensure_binaries
 

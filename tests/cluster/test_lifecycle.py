@@ -25,18 +25,18 @@ from pathlib import Path
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from kube import kinds
 from clusters.backend import ClusterError, ClusterHandle
-from kube.client import Kube, connect, name_of
 from clusters.local import cluster as cluster_module
 from clusters.local.cluster import ZONAL_PROVISIONER, LocalCluster
 from clusters.local.config import LocalClusterConfig
 from clusters.local.registry import ClusterState, sweep_orphans
 from clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
 from kube import builders
+from kube import kinds
 from kube.cleanup import Cleanup
-from kube.poll import poll_until
+from kube.client import Kube, connect, name_of
 from kube.kinds import Obj
+from kube.poll import poll_until
 from kube.wait import WaitTimeout, phase_is, pod_cannot_run, pod_running, wait_for, wait_for_state
 from pvchaos.kit.workspace import Workspace
 from tools.build import REPO_ROOT, BuildError, ensure_binaries

@@ -31,12 +31,12 @@ import allure
 import pytest
 import yaml
 
-from kube import kinds
 from chaos.labels import set_node_labels
 from clusters.topology import HOSTNAME_KEY, ZONE_KEY
 from conformance import messages
 from conformance.affinity import node_matches_pv_affinity
 from kube import builders as b
+from kube import kinds
 from kube.kinds import Obj
 from kube.wait import State, wait_for_state
 from pvchaos.kit.workspace import Workspace
