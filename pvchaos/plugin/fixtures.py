@@ -17,7 +17,7 @@ import allure
 import pytest
 
 from chaos import leaks
-from clusters.backend import CapabilityMissing, ClusterError, ClusterHandle
+from clusters.backend import Capability, CapabilityMissing, ClusterError, ClusterHandle
 from clusters.existing import disruption_refusal
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
@@ -94,6 +94,8 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
     disruptive = item.get_closest_marker("disruptive") is not None
     try:
         capabilities = cluster_pool.capabilities(want)  # known without starting a new cluster
+        if disruptive and Capability.OWNED not in capabilities:  # a cluster we did not create: safety first
+            _refuse_disruption(cluster_pool, cluster_pool.shared(want), item)
         missing = [m for c in needed_capabilities(item)
                    if (m := missing_for(capabilities, cluster_pool.options.backend, driver_profile, c))]
         if missing:
@@ -108,11 +110,6 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
     except ClusterError as exc:
         pytest.fail(f"cluster could not be provided: {exc}", pytrace=False)
     try:
-        if disruptive and not handle.has("owned"):
-            refusal = disruption_refusal(handle, cluster_pool.options.allow_disruptive,
-                                         cluster_pool.options.allow_contexts)
-            if refusal:
-                pytest.skip(f"{refusal} ({item.name})")
         allure.dynamic.parameter("backend", handle.backend, excluded=True)
         allure.dynamic.parameter("kubernetes", handle.k8s_version, excluded=True)
         if driver_profile is not None:
@@ -121,6 +118,13 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
     finally:
         if teardown is not None:
             teardown()
+
+
+def _refuse_disruption(pool: ClusterPool, handle: ClusterHandle, item: pytest.Item) -> None:
+    """Skip a disruptive test on a cluster pvchaos did not create, unless allowed."""
+    refusal = disruption_refusal(handle, pool.options.allow_disruptive, pool.options.allow_contexts)
+    if refusal:
+        pytest.skip(f"{refusal} ({item.name})")
 
 
 @pytest.fixture

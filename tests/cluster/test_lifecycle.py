@@ -372,7 +372,7 @@ class Probe:
 
 @contextmanager
 def probe(tmp_path: Path, state_dir: Path, mode: str) -> Iterator[Probe]:
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["pvchaos.plugin"]\n')
+    # no conftest: the plugin loads through its entry point, as in any user's project
     (tmp_path / "test_probe.py").write_text(PROBE_TEST)
     log = tmp_path / "pytest.log"
     env = dict(os.environ, PVCHAOS_STATE_DIR=str(state_dir), PROBE_OUT=str(tmp_path / "state-copy.json"),

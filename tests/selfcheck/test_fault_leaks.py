@@ -37,7 +37,7 @@ def test_leaked_faults_fail_at_teardown(tmp_path: Path) -> None:
     (tmp_path / "test_leaky.py").write_text(LEAKY)
     env = dict(os.environ, PVCHAOS_STATE_DIR=str(tmp_path / "state"))
     done = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_leaky.py"), "-p", "no:cacheprovider",
-                           "-p", "pvchaos.plugin", "-q", "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")],
+                           "-q", "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     out = done.stdout + done.stderr
     assert done.returncode == 1, out[-3000:]
