@@ -84,3 +84,16 @@ def test_driver_profile_skip_names_the_profile_field(pytester: pytest.Pytester, 
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*driver csi.example.com: no dynamic-zonal (profile capability topology=false)*"])
     assert not isolated.exists() or not any(isolated.iterdir())
+
+
+def test_suite_parameters_keep_history_stable(pytester: pytest.Pytester) -> None:
+    """allure-pytest hashes each parametrize value's repr into the historyId: a value whose
+    repr changes between runs (a lambda, an object at an address) breaks the report's
+    history. Found on real results: the gate-off matrix once passed dataclasses holding
+    lambdas."""
+    suites = Path(__file__).resolve().parents[2] / "suites"
+    items, _ = pytester.inline_genitems(str(suites), "-p", "no:cacheprovider")
+    assert len(items) >= 50
+    unstable = [(item.nodeid, name) for item in items for name, value in
+                getattr(getattr(item, "callspec", None), "params", {}).items() if " at 0x" in repr(value)]
+    assert not unstable, unstable
