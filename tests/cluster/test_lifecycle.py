@@ -31,6 +31,8 @@ from clusters.local.cluster import ZONAL_PROVISIONER, LocalCluster
 from clusters.local.config import LocalClusterConfig
 from clusters.local.registry import ClusterState, sweep_orphans
 from clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
+from drivers.driver import DriverError, ProfileDriver
+from drivers.profile import parse_profile
 from kube import builders
 from kube import kinds
 from kube.cleanup import Cleanup
@@ -203,6 +205,32 @@ def test_up_gives_ready_zoned_nodes_and_down_leaves_nothing() -> None:
 
 
 # ---- provisioning ------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_profile_driver_copies_an_existing_class(zoned: Running) -> None:
+    """FromExistingClassName, as upstream: the named class is read from the cluster and
+    copied (provisioner, parameters, mount options) under the test's own name and mode;
+    the vendor's class itself is left as it was."""
+    with workspace(zoned, "existing-class") as ws:
+        gold = ws.create(builders.storage_class(ws.name("gold"), "csi.example.com", "WaitForFirstConsumer",
+                                                parameters={"tier": "gold"}))
+        gold_name = gold["metadata"]["name"]
+        profile = parse_profile({"StorageClass": {"FromExistingClassName": gold_name}, "DriverInfo": {
+            "Name": "csi.example.com", "TopologyKeys": [ZONE_KEY],
+            "Capabilities": {"persistence": True, "topology": True}}}, "driver.yaml")
+        driver = ProfileDriver(profile, zoned.handle, zoned.kube)
+        copy = ws.create(driver.storage_class(ws.name("copy"), "Immediate", allowed_zones=["zone-b"]))
+        assert (copy["provisioner"], copy["parameters"], copy["volumeBindingMode"]) == (
+            "csi.example.com", {"tier": "gold"}, "Immediate")
+        assert copy["allowedTopologies"][0]["matchLabelExpressions"] == [{"key": ZONE_KEY, "values": ["zone-b"]}]
+        original = kinds.get(zoned.kube, "StorageClass", gold_name) or {}
+        assert original["volumeBindingMode"] == "WaitForFirstConsumer" and "allowedTopologies" not in original
+        missing = ProfileDriver(parse_profile({"StorageClass": {"FromExistingClassName": "no-such-class"},
+                                               "DriverInfo": {"Name": "csi.example.com"}}, "driver.yaml"),
+                                zoned.handle, zoned.kube)
+        with pytest.raises(DriverError, match="'no-such-class' does not exist in the cluster"):
+            missing.storage_class("x")
+
 
 @pytest.mark.slow
 def test_wait_for_first_consumer_pv_follows_the_pods_zone(zoned: Running) -> None:
