@@ -1,3 +1,2 @@
-"""Root conftest: loads the pvchaos pytest plugin for the suites and the harness's tests."""
-
-pytest_plugins = ["pvchaos.plugin"]
+"""Root conftest. The pvchaos plugin itself is loaded by its `pytest11` entry point
+(pyproject.toml), as it is for a suite in any other repository."""

@@ -1,6 +1,6 @@
 """How long a local cluster takes to start, and how much memory it holds.
 
-Disruptive tests get a fresh cluster each (pvchaos.provider), so start time is paid per
+Disruptive tests get a fresh cluster each (clusters.pool), so start time is paid per
 test: this keeps it honest. Binaries are ensured first, untimed (a warm cache is the
 normal case). Each run times `up()` of a 3 zones x 2 nodes cluster, which returns once
 every node is Ready, then sums the peak resident memory (VmHWM) of every process in its

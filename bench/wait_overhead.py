@@ -1,5 +1,5 @@
 """The harness's own delay per wait: from the API server recording a change to
-`pvchaos.waiting.wait_for` returning it.
+`kube.wait.wait_for` returning it.
 
 Every suite step is a wait, so this overhead is paid hundreds of times per run, and it
 bounds how finely recovery times and race windows can be measured. Method: one local
@@ -31,12 +31,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from clusters.kube import Kube, connect
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
-from pvchaos import builders, naming
-from pvchaos.waiting import wait_for
-from pvchaos.workspace import create_raw, patch_raw
+from kube import builders
+from kube import kinds
+from kube import naming
+from kube.client import Kube, connect
+from kube.wait import wait_for
+
 from tools.build import ensure_binaries
 from tools.versions import DEFAULT_K8S_VERSION
 
@@ -66,7 +68,7 @@ def one_sample(waiter: Kube, patcher: Kube, pv: str, value: str) -> Sample:
     def change() -> None:
         time.sleep(SETTLE_SECONDS)
         times["sent"] = time.monotonic()
-        obj = patch_raw(patcher, "PersistentVolume", pv, {"metadata": {"labels": {LABEL: value}}})
+        obj = kinds.patch(patcher, "PersistentVolume", pv, {"metadata": {"labels": {LABEL: value}}})
         times["committed"] = time.monotonic()
         patched["rv"] = obj["metadata"]["resourceVersion"]
 
@@ -79,7 +81,6 @@ def one_sample(waiter: Kube, patcher: Kube, pv: str, value: str) -> Sample:
         returned = time.monotonic()
     finally:
         thread.join()
-    assert seen is not None
     return Sample(delay_ms=(returned - times["committed"]) * 1000, patch_ms=(times["committed"] - times["sent"]) * 1000,
                   patch_rv=patched["rv"], seen_rv=seen["metadata"]["resourceVersion"])
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             handle = local.up()
             waiter, patcher = connect(handle.kubeconfig), connect(handle.kubeconfig)
-            pv = create_raw(waiter, builders.persistent_volume(
+            pv = kinds.create(waiter, builders.persistent_volume(
                 naming.unique("wait-bench"), "1Gi", labels={naming.OWNED_LABEL: "true", LABEL: "start"}))
             name = pv["metadata"]["name"]
             for i in range(1, args.samples + 1):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import allure
 
 from clusters.backend import ClusterHandle
-from pvchaos.cleanup import Cleanup
+from kube.cleanup import Cleanup
 
 RESTARTABLE = ("kube-scheduler", "kube-controller-manager", "provisioner")
 

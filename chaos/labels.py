@@ -6,10 +6,11 @@ from typing import Any
 
 import allure
 
-from clusters.kube import Kube
-from pvchaos.cleanup import Cleanup
-from pvchaos.resources import get_raw
-from pvchaos.workspace import patch_raw
+from kube import kinds
+from kube.cleanup import Cleanup
+from kube.client import Kube
+
+
 
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
 
@@ -17,11 +18,11 @@ OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshut
 @allure.step("set labels {changes} on node {node}")
 def set_node_labels(cleanup: Cleanup, kube: Kube, node: str, changes: dict[str, str | None]) -> dict[str, str | None]:
     """Apply label changes (None removes); returns the previous values, restored at cleanup."""
-    current = ((get_raw(kube, "Node", node) or {}).get("metadata") or {}).get("labels") or {}
+    current = ((kinds.get(kube, "Node", node) or {}).get("metadata") or {}).get("labels") or {}
     previous = {k: current.get(k) for k in changes}
     cleanup.push(f"restore labels {previous} on node {node}",
-                 lambda: patch_raw(kube, "Node", node, {"metadata": {"labels": previous}}))
-    patch_raw(kube, "Node", node, {"metadata": {"labels": changes}})
+                 lambda: kinds.patch(kube, "Node", node, {"metadata": {"labels": previous}}))
+    kinds.patch(kube, "Node", node, {"metadata": {"labels": changes}})
     return previous
 
 
@@ -29,16 +30,16 @@ def set_node_labels(cleanup: Cleanup, kube: Kube, node: str, changes: dict[str, 
 def add_taint(cleanup: Cleanup, kube: Kube, node: str, taint: dict[str, Any]) -> list[dict[str, Any]]:
     """Add a taint; the node's taint list without it is restored at cleanup (by key and effect)."""
     cleanup.push(f"remove taint {taint['key']} from node {node}", lambda: remove_taint(kube, node, taint))
-    obj = get_raw(kube, "Node", node) or {}
+    obj = kinds.get(kube, "Node", node) or {}
     taints = [t for t in (obj.get("spec") or {}).get("taints") or []
               if (t["key"], t["effect"]) != (taint["key"], taint["effect"])]
-    patch_raw(kube, "Node", node, {"spec": {"taints": [*taints, taint]}})
+    kinds.patch(kube, "Node", node, {"spec": {"taints": [*taints, taint]}})
     return taints
 
 
 @allure.step("remove taint {taint} from node {node}")
 def remove_taint(kube: Kube, node: str, taint: dict[str, Any]) -> None:
-    obj = get_raw(kube, "Node", node) or {}
+    obj = kinds.get(kube, "Node", node) or {}
     taints = [t for t in (obj.get("spec") or {}).get("taints") or []
               if (t["key"], t["effect"]) != (taint["key"], taint["effect"])]
-    patch_raw(kube, "Node", node, {"spec": {"taints": taints}})
+    kinds.patch(kube, "Node", node, {"spec": {"taints": taints}})

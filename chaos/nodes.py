@@ -7,10 +7,12 @@ import allure
 
 from clusters.backend import ClusterHandle
 from clusters.topology import ZONE_KEY
-from clusters.kube import Kube
 from conformance.types import NodeName, ZoneName
-from pvchaos.cleanup import Cleanup
-from pvchaos.resources import list_raw
+from kube import kinds
+from kube.cleanup import Cleanup
+from kube.client import Kube
+from kube.objects import name, zone
+
 
 
 def _faults(cluster: ClusterHandle):  # type: ignore[no-untyped-def]
@@ -58,7 +60,7 @@ def restore_node(cluster: ClusterHandle, node: str) -> NodeName:
 
 
 def nodes_in_zone(kube: Kube, zone: str) -> list[NodeName]:
-    nodes, _ = list_raw(kube, "Node", label_selector=f"{ZONE_KEY}={zone}")
+    nodes, _ = kinds.list_objects(kube, "Node", label_selector=f"{ZONE_KEY}={zone}")
     return sorted(NodeName(n["metadata"]["name"]) for n in nodes)
 
 
@@ -86,12 +88,12 @@ def fail_nodes(cleanup: Cleanup, cluster: ClusterHandle, nodes: list[NodeName], 
 
 @allure.step("take every zone down")
 def cluster_outage(cleanup: Cleanup, cluster: ClusterHandle, kube: Kube) -> list[NodeName]:
-    """Every node of every zone (a control-plane node, in no zone, keeps running)."""
-    nodes, _ = list_raw(kube, "Node")
-    zonal = [n for n in nodes if (n["metadata"].get("labels") or {}).get(ZONE_KEY)]
-    return fail_nodes(cleanup, cluster, sorted(NodeName(n["metadata"]["name"]) for n in zonal), "every zone")
+    """Every node of every zone (a control-plane Node, in no zone, keeps running)."""
+    nodes, _ = kinds.list_objects(kube, "Node")
+    zonal = [n for n in nodes if zone(n)]
+    return fail_nodes(cleanup, cluster, sorted(NodeName(name(n)) for n in zonal), "every zone")
 
 
 def zones(kube: Kube) -> list[ZoneName]:
-    nodes, _ = list_raw(kube, "Node")
+    nodes, _ = kinds.list_objects(kube, "Node")
     return sorted({ZoneName(z) for n in nodes if (z := (n["metadata"].get("labels") or {}).get(ZONE_KEY))})

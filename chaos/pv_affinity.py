@@ -10,10 +10,11 @@ from typing import Any
 import allure
 
 from clusters.backend import ClusterHandle
-from clusters.kube import Kube
-from clusters.topology import REGION_KEY, ZONE_KEY
-from pvchaos import builders as b
-from pvchaos.workspace import patch_raw
+from kube import builders as b
+from kube import kinds
+from kube.client import Kube
+from kube.objects import REGION_KEY
+
 
 Affinity = dict[str, Any]
 
@@ -22,7 +23,7 @@ Affinity = dict[str, Any]
 def replace_affinity(kube: Kube, pv: str, affinity: Affinity | None, dry_run: bool = False) -> dict[str, Any]:
     """A merge patch of spec.nodeAffinity; the server's answer (the updated PV) is returned,
     an ApiException (422 when the gate is off) propagates to the caller."""
-    return patch_raw(kube, "PersistentVolume", pv, {"spec": {"nodeAffinity": affinity}}, dry_run=dry_run)
+    return kinds.patch(kube, "PersistentVolume", pv, {"spec": {"nodeAffinity": affinity}}, dry_run=dry_run)
 
 
 def relax_to_region(kube: Kube, pv: str, region: str) -> dict[str, Any]:
@@ -43,14 +44,4 @@ def kubectl_merge_patch(cluster: ClusterHandle, kubectl: Path, pv: str, body: st
         argv += ["--context", cluster.context]
     argv += ["patch", "pv", pv, "--type", "merge", "-p", body]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
-
-
-def zone_values(pv: dict[str, Any]) -> set[str]:
-    out: set[str] = set()
-    terms = (((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms") or []
-    for term in terms:
-        for expr in term.get("matchExpressions") or []:
-            if expr.get("key") == ZONE_KEY and expr.get("operator") == "In":
-                out |= set(expr.get("values") or [])
-    return out
 

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from enum import StrEnum
 from typing import Protocol
 
+from kube.errors import ClusterError
+from tools.versions import minor_of
 
-class Capability:
-    """Names of what a cluster can do. Plain strings so profiles can list them."""
+__all__ = ["Capability", "CapabilityMissing", "ClusterBackend", "ClusterError", "ClusterHandle", "NodeFaults"]
+
+
+class Capability(StrEnum):
+    """What a cluster (or a driver) can do. Values are the words suites write in
+    `needs(...)`; an unknown word is rejected when tests are collected."""
 
     ZONES = "zones"  # nodes carry topology.kubernetes.io/zone in >= 2 zones
     DYNAMIC_ZONAL = "dynamic-zonal"  # a provisioner that writes zonal PV affinity
@@ -29,13 +36,32 @@ class Capability:
     REAL_KUBELET = "real-kubelet"  # pods really run and mount their volumes (kind)
 
 
+    @classmethod
+    def parse(cls, word: str) -> Capability:
+        """The capability a `needs(...)` word names, or ValueError listing the known ones."""
+        try:
+            return cls(word)
+        except ValueError:
+            known = ", ".join(c.value for c in cls)
+            raise ValueError(f"unknown capability {word!r}; known: {known}") from None
+
+
 # Where volumes live on nodes with real kubelets: the provisioners' -hostpath-root, and
-# the directory static stand-in PVs are turned into (pvchaos.builders.mountable).
+# the directory static stand-in PVs are turned into (kube.builders.mountable).
 HOSTPATH_VOLUME_ROOT = "/var/lib/pvchaos/volumes"
 
 
-class ClusterError(RuntimeError):
-    """A cluster could not be provided; the message is one line naming the cause."""
+@dataclass(frozen=True)
+class CapabilityMissing:
+    """Why a test skips: the capability, and who lacks it ("backend kind", "driver X").
+    Reports read these fields (Allure labels), never the sentence."""
+
+    capability: str
+    source: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.source}: no {self.capability}" + (f" ({self.detail})" if self.detail else "")
 
 
 class NodeFaults(Protocol):
@@ -71,11 +97,7 @@ class ClusterHandle:
     @property
     def minor(self) -> int:
         """1.35.4 -> 35; 0 when the version is unknown."""
-        parts = self.k8s_version.lstrip("v").split(".")
-        try:
-            return int(parts[1])
-        except (IndexError, ValueError):
-            return 0
+        return minor_of(self.k8s_version) or 0
 
     def component_log(self, component: str) -> str | None:
         """A control-plane component's log, where the backend can read it (local: its

@@ -18,13 +18,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
-from kubernetes.client.exceptions import ApiException
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
-from clusters.kube import Kube, as_dict, connect
 from clusters.local.cluster import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from clusters.local.config import MUTABLE_PV_GATE
 from clusters.topology import OWNER_LABEL, ZONE_KEY
+from kube import kinds
+from kube import objects as o
+from kube.client import Kube, as_dict, connect
+from kube.errors import ApiError, ConditionNotReached
+from kube.wait import wait_gone
 
 CONNECT_TIMEOUT = 5.0
 PROBE_PREFIX = "pvchaos-probe-"
@@ -75,8 +78,8 @@ def _reachable(context: str, server: str, timeout: float) -> None:
         raise ClusterError(f"context {context!r}: API server {server} unreachable: {reason}") from None
 
 
-def _api_error(exc: ApiException) -> str:
-    """Status and reason only: an ApiException's text carries headers, never put it in a report."""
+def _api_error(exc: ApiError) -> str:
+    """Status and reason only: an ApiError's text carries headers, never put it in a report."""
     return f"{exc.status} {exc.reason}"
 
 
@@ -87,7 +90,7 @@ def open_cluster(kubeconfig: Path, context: str | None, timeout: float = CONNECT
     try:
         kube = connect(kubeconfig, name, timeout=timeout)
         version = kube.version.get_code(_request_timeout=timeout).git_version
-    except ApiException as exc:
+    except ApiError as exc:
         raise ClusterError(f"context {name!r}: API server {server} answered {_api_error(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - config and transport errors, reported in one line
         first = str(exc).splitlines()[0] if str(exc) else ""
@@ -115,16 +118,13 @@ def _probe_body(name: str, zone: str) -> dict[str, Any]:
 def _delete_probe(kube: Kube, name: str, timeout: float = 10.0) -> None:
     """Delete and wait until gone; the pv-protection finalizer guards bound PVs, and this
     one never bound, so it is dropped if no controller removes it in time."""
-    from pvchaos.waiting import WaitTimeout, wait_for
-    from pvchaos.workspace import delete_raw, patch_raw
-
-    delete_raw(kube, "PersistentVolume", name)
+    kinds.delete(kube, "PersistentVolume", name)
     try:
-        wait_for(kube, "PersistentVolume", name, lambda o: o is None, "deleted", timeout=timeout)
-    except WaitTimeout:
+        wait_gone(kube, "PersistentVolume", name, timeout=timeout)
+    except ConditionNotReached:
         try:
-            patch_raw(kube, "PersistentVolume", name, {"metadata": {"finalizers": None}})
-        except ApiException as exc:
+            kinds.patch(kube, "PersistentVolume", name, {"metadata": {"finalizers": None}})
+        except ApiError as exc:
             if exc.status != 404:
                 raise
 
@@ -135,7 +135,7 @@ def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:
     name = PROBE_PREFIX + secrets.token_hex(4)
     try:
         kube.core.create_persistent_volume(_probe_body(name, "pvchaos-probe-a"))
-    except ApiException as exc:
+    except ApiError as exc:
         return None, False, f"probe PV not created: {_api_error(exc)}"
     moved = _probe_body(name, "pvchaos-probe-b")["spec"]["nodeAffinity"]
     try:
@@ -144,7 +144,7 @@ def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:
             body = dict(current, spec=dict(current["spec"], nodeAffinity=moved))
             try:
                 kube.core.replace_persistent_volume(name, body, dry_run="All")
-            except ApiException as exc:
+            except ApiError as exc:
                 if exc.status == 409:
                     continue
                 if exc.status == 422 and "field is immutable" in (exc.body or ""):
@@ -243,21 +243,16 @@ def sweep(kube: Kube, selector: str = f"{OWNER_LABEL}=true") -> list[str]:
     namespaces carrying the label; returns what was deleted, raises all failures together."""
     removed: list[str] = []
     errors: list[Exception] = []
-    targets: list[tuple[str, str, Any]] = []
-    for pv in kube.core.list_persistent_volume(label_selector=selector).items:
-        targets.append(("persistentvolume", pv.metadata.name, kube.core.delete_persistent_volume))
-    for sc in kube.storage.list_storage_class(label_selector=selector).items:
-        targets.append(("storageclass", sc.metadata.name, kube.storage.delete_storage_class))
-    for ns in kube.core.list_namespace(label_selector=selector).items:
-        if ns.metadata.name.startswith(NAMESPACE_PREFIX):
-            targets.append(("namespace", ns.metadata.name, kube.core.delete_namespace))
-    for kind, name, delete in targets:
-        try:
-            delete(name)
-            removed.append(f"{kind}/{name}")
-        except ApiException as exc:
-            if exc.status != 404:
-                errors.append(RuntimeError(f"delete {kind}/{name}: {_api_error(exc)}"))
+    for kind in ("PersistentVolume", "StorageClass", "Namespace"):
+        for obj in kinds.list_objects(kube, kind, label_selector=selector)[0]:
+            name = o.name(obj)
+            if kind == "Namespace" and not name.startswith(NAMESPACE_PREFIX):
+                continue
+            try:
+                kinds.delete(kube, kind, name, grace=None)  # already gone counts as deleted
+                removed.append(f"{kind.lower()}/{name}")
+            except ApiError as exc:
+                errors.append(RuntimeError(f"delete {kind.lower()}/{name}: {_api_error(exc)}"))
     if errors:
         raise ExceptionGroup(f"sweep: {len(errors)} deletions failed", errors)
     return removed

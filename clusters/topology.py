@@ -10,11 +10,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-ZONE_KEY = "topology.kubernetes.io/zone"
-REGION_KEY = "topology.kubernetes.io/region"
-HOSTNAME_KEY = "kubernetes.io/hostname"
+from kube.naming import OWNED_LABEL as OWNER_LABEL
+from kube.objects import HOSTNAME_KEY, REGION_KEY, ZONE_KEY
+
+__all__ = ["HOSTNAME_KEY", "OWNER_LABEL", "REGION_KEY", "ZONE_KEY", "NodeSpec", "Topology"]
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
-OWNER_LABEL = "pvchaos.dev/owned"
 
 _ZONE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 

@@ -18,12 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pvchaos.profiles import UPSTREAM_CAPABILITIES, DriverProfile, harness_capabilities
+from drivers.profile import UPSTREAM_CAPABILITIES, DriverProfile, harness_capabilities
 
 OUTCOMES = ("passed", "failed", "skipped")
 SUMMARY_LABEL = "pvchaos.certification"
+MISSING_LABEL = "pvchaos.missing-capability"  # set by the plugin on a capability skip
+SOURCE_LABEL = "pvchaos.skip-source"  # "backend kind", "driver csi.example.com"
 _ALLURE_OUTCOME = {"passed": "passed", "failed": "failed", "broken": "failed", "skipped": "skipped"}
-_MISSING = re.compile(r":\s*no ([A-Za-z][\w.-]*)")
 _SECRETS = (
     (re.compile(r"(?i)\b(token|password|client-key-data|client-certificate-data)(\s*[:=]\s*)\S+"), r"\1\2<redacted>"),
     (re.compile(r"(?i)\bbearer\s+\S+"), "Bearer <redacted>"),
@@ -39,6 +40,7 @@ class BehaviourResult:
     title: str
     outcome: str
     reason: str = ""
+    capability: str | None = None  # the missing capability of a skip, from the result's label
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -46,9 +48,8 @@ class BehaviourResult:
 
     @property
     def missing_capability(self) -> str | None:
-        """The capability a skip reason names ("...: no topology (...)" -> "topology")."""
-        m = _MISSING.search(self.reason) if self.outcome == "skipped" else None
-        return m.group(1) if m else None
+        """The capability a skip was for (the plugin's label, never parsed from the text)."""
+        return self.capability if self.outcome == "skipped" else None
 
 
 def redact(text: str) -> str:
@@ -154,7 +155,7 @@ def results_from_allure(results_dir: Path | str) -> list[BehaviourResult]:
         key = str(data.get("historyId") or data.get("fullName") or path.name)
         stop = int(data.get("stop") or 0)
         if key not in latest or stop >= latest[key][0]:
-            latest[key] = (stop, BehaviourResult(behaviour, name, outcome, message))
+            latest[key] = (stop, BehaviourResult(behaviour, name, outcome, message, labels.get(MISSING_LABEL)))
     return [r for _, r in latest.values()]
 
 

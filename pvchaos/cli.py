@@ -12,13 +12,17 @@ import sys
 from pathlib import Path
 
 from clusters.backend import ClusterError
-from clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory
-from clusters.local.config import parse_feature_gates
+from clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
+from clusters.local.cluster import LocalCluster
+from clusters.local.config import LocalClusterConfig, parse_feature_gates
+from clusters.local.registry import destroy, list_clusters
+from clusters.options import REPO_ROOT, add_run_arguments, from_values
 from clusters.topology import Topology
-from tools.build import BuildError
+from pvchaos.runner import run_backends
+from tools.build import BuildError, ensure_binaries
+from tools.docker_engine import EngineError, ensure_engine, stop_engine
+from tools.nodeimage.build import build_node_image, ensure_kind
 from tools.versions import DEFAULT_K8S_VERSION
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _kind_backend(args: argparse.Namespace) -> KindBackend:
@@ -32,22 +36,19 @@ def _kind_backend(args: argparse.Namespace) -> KindBackend:
 
 def _cluster_up(args: argparse.Namespace) -> int:
     if args.backend == "kind":
-        if args.disable_controller or args.disable_scheduler_plugin or args.no_provisioner:
-            raise ClusterError("cluster up --backend kind: --disable-controller, --disable-scheduler-plugin and "
-                               "--no-provisioner are for the local backend")
+        if args.disable_controller or args.disable_scheduler_plugin or args.no_provisioner or args.kcm_flag:
+            raise ClusterError("cluster up --backend kind: --disable-controller, --disable-scheduler-plugin, "
+                               "--kcm-flag and --no-provisioner are for the local backend")
         handle = _kind_backend(args).up()
         print(f"export KUBECONFIG={handle.kubeconfig}")
         return 0
-    from clusters.local.cluster import LocalCluster
-    from clusters.local.config import LocalClusterConfig, parse_feature_gates
-    from clusters.topology import Topology
-
     cfg = LocalClusterConfig(
         name=args.name, k8s_version=args.k8s_version,
         topology=Topology.parse(args.zones, args.nodes_per_zone),
         feature_gates=parse_feature_gates(args.feature_gates),
         disabled_controllers=tuple(args.disable_controller),
         disabled_scheduler_plugins=tuple(args.disable_scheduler_plugin),
+        extra_kcm_flags=tuple(args.kcm_flag),
         provisioner=not args.no_provisioner,
     )
     handle = LocalCluster(cfg, detached=True).up()
@@ -56,8 +57,6 @@ def _cluster_up(args: argparse.Namespace) -> int:
 
 
 def _cluster_down(args: argparse.Namespace) -> int:
-    from clusters.local.registry import destroy, list_clusters
-
     if args.backend == "kind" or args.all:
         kinds = kind_clusters()
         chosen_kind = kinds if args.all else [k for k in kinds if k == args.name]
@@ -68,7 +67,6 @@ def _cluster_down(args: argparse.Namespace) -> int:
             print(f"removed kind cluster {name}")
         if args.backend == "kind":
             return 0
-
     states = list_clusters()
     if args.all:
         chosen = states
@@ -83,8 +81,6 @@ def _cluster_down(args: argparse.Namespace) -> int:
 
 
 def _cluster_list(args: argparse.Namespace) -> int:
-    from clusters.local.registry import list_clusters
-
     for name in kind_clusters():
         print(f"{name}\tkind\t-\tdetached\t{kind_directory(name) / 'kubeconfig'}")
     states = list_clusters()
@@ -99,8 +95,6 @@ def _cluster_list(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from tools.build import ensure_binaries
-
     bins = ensure_binaries(args.k8s_version)
     for name, path in bins.all().items():
         print(f"{name}\t{path}")
@@ -108,10 +102,6 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _kind_build_image(args: argparse.Namespace) -> int:
-    from clusters.kind import parse_version
-    from tools.docker_engine import EngineError, ensure_engine, stop_engine
-    from tools.nodeimage.build import build_node_image, ensure_kind
-
     parse_version(args.k8s_version)
     try:
         engine = ensure_engine()
@@ -126,29 +116,20 @@ def _kind_build_image(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pvchaos.runner import RunRequest, run_backends
+    return run_backends(from_values(vars(args).get, pytest_side=False))
 
-    extra = list(args.pytest_args)
-    if extra and extra[0] == "--":
-        extra = extra[1:]
-    req = RunRequest(
-        backend=args.backend, k8s_version=args.k8s_version,
-        suites=tuple(s for part in args.suites for s in part.split(",") if s),
-        keyword=args.k, workers=args.workers, profile=args.profile, keep_cluster=args.keep_cluster,
-        report_dir=Path(args.report_dir).resolve(), kubeconfig=args.kubeconfig, context=args.context,
-        allow_disruptive=args.allow_disruptive, allow_contexts=tuple(args.allow_context),
-        feature_gates=args.feature_gates, pytest_args=tuple(extra),
-    )
-    return run_backends(req)
+
+SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind")  # tests/conftest.py assigns them
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    """The harness's own tests: oracle units, backends, lifecycle, self-verification."""
-    from tools.build import ensure_binaries
-
-    ensure_binaries(DEFAULT_K8S_VERSION)
+    """The harness's own tests, all tiers or one (`--tier unit` runs in seconds)."""
+    if args.tier != "unit":
+        ensure_binaries(DEFAULT_K8S_VERSION)
     extra = [a for a in args.pytest_args if a != "--"]
-    argv = [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-rfEs", *extra]
+    target = ["tests/unit"] if args.tier == "unit" else ["tests"]
+    tier = [] if args.tier == "all" else ["-m", args.tier]
+    argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *extra]
     return subprocess.call(argv, cwd=REPO_ROOT)
 
 
@@ -167,6 +148,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--disable-controller", action="append", default=[], metavar="NAME",
                     help="a kube-controller-manager controller to leave out (repeatable)")
     up.add_argument("--disable-scheduler-plugin", action="append", default=[], metavar="NAME")
+    up.add_argument("--kcm-flag", action="append", default=[], metavar="FLAG",
+                    help="an extra kube-controller-manager flag, e.g. --kube-api-qps=100 (repeatable)")
     up.add_argument("--no-provisioner", action="store_true", help="do not start the zonal test provisioner")
     up.set_defaults(func=_cluster_up)
     down = cl.add_parser("down", help="stop a cluster and remove what it left")
@@ -182,21 +165,7 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_build)
 
     r = sub.add_parser("run", help="run the suites and write the Allure report (the main job)")
-    r.add_argument("--backend", default="local",
-                   help="local, kind or existing; several comma-separated (local,kind) run side by side")
-    r.add_argument("--k8s-version", default="")
-    r.add_argument("--suites", action="append", default=[], help="comma-separated suite names (default: all)")
-    r.add_argument("-k", default=None, help="pytest -k expression")
-    r.add_argument("--workers", default="auto", help="parallel workers (pytest-xdist); 0 runs in one process")
-    r.add_argument("--profile", default=None, help="driver profile file")
-    r.add_argument("--keep-cluster", action="store_true")
-    r.add_argument("--report-dir", default=str(REPO_ROOT / "reports"))
-    r.add_argument("--kubeconfig", default=None)
-    r.add_argument("--context", default=None)
-    r.add_argument("--allow-disruptive", action="store_true")
-    r.add_argument("--allow-context", action="append", default=[])
-    r.add_argument("--feature-gates", default="")
-    r.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --, passed to pytest")
+    add_run_arguments(r)
     r.set_defaults(func=_run)
 
     k = sub.add_parser("kind", help="kind backend tools").add_subparsers(dest="action", required=True)
@@ -205,6 +174,9 @@ def parser() -> argparse.ArgumentParser:
     bi.set_defaults(func=_kind_build_image)
 
     t = sub.add_parser("selftest", help="the harness's own tests")
+    t.add_argument("--tier", default="all", choices=("all", *SELFTEST_TIERS),
+                   help="unit: pure, seconds; binaries: tools, no cluster; cluster: local clusters; "
+                        "selfcheck: the suites on healthy and broken clusters")
     t.add_argument("pytest_args", nargs=argparse.REMAINDER)
     t.set_defaults(func=_selftest)
     return p

@@ -4,7 +4,10 @@ A report directory R holds `allure-results/` (written by allure-pytest), `html/`
 generated single-file report: open `html/index.html` straight from disk), `junit.xml`,
 `history/` (kept across runs so trends show) and `summary.md`. Categories tell a
 product failure (Kubernetes behaved differently) from a harness error and from an
-infrastructure timeout, because each of those sends the reader somewhere else.
+infrastructure error, because each of those sends the reader somewhere else; they are
+built from the exception classes declared in `kube.errors`, so a wait that ran out
+while the API server answered is a product failure, and only an unreachable API server
+(or a cluster that could not start) is infrastructure.
 See docs/reports.md.
 """
 
@@ -24,8 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-INFRA_ERRORS = ("WaitTimeout", "ClusterError", "PollTimeout")
-PRODUCT_ERRORS = ("ExpectationFailed", "InvariantViolation")
+from kube import errors
+from tools.allure_cli import ensure_allure
+
+INFRA_ERRORS = tuple(c.__name__ for c in errors.INFRA_ERRORS)
+PRODUCT_ERRORS = tuple(c.__name__ for c in errors.PRODUCT_ERRORS) + ("WaitTimeout",)
 REPORT_NAME = "pvchaos"
 GENERATE_TIMEOUT_S = 300
 
@@ -94,9 +100,10 @@ def _names(names: Iterable[str]) -> str:
 # excludes what the rules before it took, and [\s\S] stands for "any character".
 _NOT_INFRA = rf"^(?![\s\S]*{_names(INFRA_ERRORS)})"
 CATEGORIES: list[dict[str, Any]] = [
-    {"name": "Infrastructure timeouts", "matchedStatuses": ["failed", "broken"],
+    {"name": "Infrastructure errors", "matchedStatuses": ["failed", "broken"],
      "messageRegex": rf"^[\s\S]*{_names(INFRA_ERRORS)}[\s\S]*$",
-     "description": "The cluster or a wait gave out: WaitTimeout, ClusterError, PollTimeout."},
+     "description": "The harness could not reach or start what it needed (" + ", ".join(INFRA_ERRORS)
+                    + "): the verdict is unknown."},
     {"name": "Product failures", "matchedStatuses": ["failed", "broken"],
      "messageRegex": rf"{_NOT_INFRA}[\s\S]*{_names(PRODUCT_ERRORS)}[\s\S]*$",
      "description": "Kubernetes behaved differently from what the suite expects."},
@@ -176,8 +183,6 @@ def generate_html(report_dir: Path | str, *, name: str = REPORT_NAME, history_li
 
     Call `restore_history` first and `save_history` after, or trends start over.
     """
-    from tools.allure_cli import ensure_allure
-
     lay = layout(report_dir)
     if not lay.results.is_dir():
         raise ReportError(f"{lay.results}: no allure results (run pytest with --alluredir)")

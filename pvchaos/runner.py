@@ -12,12 +12,24 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from clusters.kind import KindBackend
+from clusters.options import BACKENDS, REPO_ROOT, Options
+from clusters.options import pytest_flags as _pytest_flags
+from clusters.topology import Topology
+from drivers.profile import load_profile
+from pvchaos import compare_backends as cmp
+from pvchaos import report
+from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
+from tools.build import ensure_binaries
+from tools.docker_engine import Engine, stop_engine
+from tools.versions import DEFAULT_K8S_VERSION
+
 SUITES_DIR = REPO_ROOT / "suites"
 CLUSTER_MEMORY_MIB = 1100  # measured: ~850 MiB RSS for 3 zones x 2 nodes, plus headroom
+RunRequest = Options  # what `pvchaos run` was asked: the one option schema (clusters.options)
 
 
 class UsageError(ValueError):
@@ -38,25 +50,7 @@ def available_memory_mib() -> int:
     return 4096
 
 
-@dataclass(frozen=True)
-class RunRequest:
-    backend: str = "local"
-    k8s_version: str = ""
-    suites: tuple[str, ...] = ()
-    keyword: str | None = None
-    workers: str = "auto"
-    profile: str | None = None
-    keep_cluster: bool = False
-    report_dir: Path = REPO_ROOT / "reports"
-    kubeconfig: str | None = None
-    context: str | None = None
-    allow_disruptive: bool = False
-    allow_contexts: tuple[str, ...] = ()
-    feature_gates: str = ""
-    pytest_args: tuple[str, ...] = field(default_factory=tuple)
-
-
-def effective_workers(req: RunRequest) -> int:
+def effective_workers(req: Options) -> int:
     """`auto` is one worker per core on local clusters, and one for a single kind/existing cluster."""
     if req.backend != "local" and req.workers == "auto":
         return 1
@@ -76,7 +70,7 @@ def worker_count(text: str) -> int:
     return n
 
 
-def validate(req: RunRequest) -> None:
+def validate(req: Options) -> None:
     """Raise UsageError with one line for anything wrong, before any cluster starts."""
     unknown = [s for s in req.suites if s not in known_suites()]
     if unknown:
@@ -85,6 +79,10 @@ def validate(req: RunRequest) -> None:
     if req.backend in ("kind", "existing") and n > 1 and req.workers != "auto":
         raise UsageError(f"--workers {n}: backend {req.backend} has one cluster; use --workers 1")
     if req.backend == "local":
+        try:
+            Topology.parse(req.zones, req.nodes_per_zone)
+        except ValueError as exc:
+            raise UsageError(f"--zones {req.zones}: {exc}") from None
         fits = max(1, available_memory_mib() // (2 * CLUSTER_MEMORY_MIB))
         if n > fits:
             raise UsageError(f"--workers {n}: this machine has memory for about {fits} workers' local clusters "
@@ -94,8 +92,6 @@ def validate(req: RunRequest) -> None:
     if req.kubeconfig and not Path(req.kubeconfig).is_file():
         raise UsageError(f"--kubeconfig {req.kubeconfig}: no such file")
     if req.profile:
-        from pvchaos.profiles import load_profile
-
         if not Path(req.profile).is_file():
             raise UsageError(f"--profile {req.profile}: no such file")
         load_profile(req.profile)  # a typo or an impossible value: one line, before any cluster
@@ -108,40 +104,26 @@ def validate(req: RunRequest) -> None:
         raise UsageError(f"--report-dir {req.report_dir}: cannot write there ({exc.strerror})") from None
 
 
-def pytest_argv(req: RunRequest) -> list[str]:
+def pytest_argv(req: Options) -> list[str]:
     """The pytest command line for a request (pure, so it can be tested)."""
-    results = req.report_dir / "allure-results"
+    lay = report.layout(req.report_dir)
     targets = [str(SUITES_DIR / f"test_{s}.py") for s in req.suites] or [str(SUITES_DIR)]
     argv = [sys.executable, "-m", "pytest", *targets, "-p", "no:cacheprovider", "-rfEs",
-            f"--alluredir={results}", f"--junitxml={req.report_dir / 'junit.xml'}",
-            f"--backend={req.backend}"]
+            f"--alluredir={lay.results}", f"--junitxml={lay.junit}", f"--backend={req.backend}"]
     n = effective_workers(req)
     if n > 0:
         argv += ["-n", str(n), "--dist", "loadgroup"]
-    if req.k8s_version:
-        argv.append(f"--k8s-version={req.k8s_version}")
     if req.keyword:
         argv += ["-k", req.keyword]
-    for flag, value in (("--profile", req.profile), ("--kubeconfig", req.kubeconfig), ("--context", req.context),
-                        ("--feature-gates", req.feature_gates)):
-        if value:
-            argv.append(f"{flag}={value}")
-    if req.keep_cluster:
-        argv.append("--keep-cluster")
-    if req.allow_disruptive:
-        argv.append("--allow-disruptive")
-    argv += [f"--allow-context={c}" for c in req.allow_contexts]
-    return argv + list(req.pytest_args)
+    from_schema = [a for a in _pytest_flags(req) if not a.startswith("--backend=")]
+    return argv + from_schema + list(req.pytest_args)
 
 
-def run(req: RunRequest) -> int:
+def run(req: Options) -> int:
     """The main job; returns pytest's exit code (non-zero when anything failed)."""
     validate(req)
     engine = None
     if req.backend == "local":
-        from tools.build import ensure_binaries
-        from tools.versions import DEFAULT_K8S_VERSION
-
         ensure_binaries(req.k8s_version or DEFAULT_K8S_VERSION)
     if req.backend == "kind":
         engine = prepare_kind(req)
@@ -149,12 +131,7 @@ def run(req: RunRequest) -> int:
         return _run_and_report(req)
     finally:
         if engine is not None:
-            from tools.docker_engine import stop_engine
-
             stop_engine(engine)
-
-
-BACKENDS = ("local", "kind", "existing")
 
 
 def backends_of(text: str) -> list[str]:
@@ -166,12 +143,9 @@ def backends_of(text: str) -> list[str]:
     return names
 
 
-def run_backends(req: RunRequest) -> int:
+def run_backends(req: Options) -> int:
     """The same suites on each backend in turn (each with a full report of its own under
     <report dir>/<backend>/), then one report with both and the verdict table."""
-    from pvchaos import compare_backends as cmp
-    from pvchaos import report
-
     backends = backends_of(req.backend)
     if len(backends) == 1:
         return run(req)
@@ -179,67 +153,53 @@ def run_backends(req: RunRequest) -> int:
     for one in runs:
         validate(one)
     codes = [run(one) for one in runs]
-    merged = req.report_dir / "allure-results"
+    merged = report.layout(req.report_dir).results
     if merged.exists():
         shutil.rmtree(merged)
     by_backend = {}
     for one in runs:
-        cmp.merge_into(merged, one.backend, one.report_dir / "allure-results")
-        by_backend[one.backend] = cmp.verdicts(cmp.load_results(one.report_dir / "allure-results"))
+        cmp.merge_into(merged, one.backend, report.layout(one.report_dir).results)
+        by_backend[one.backend] = cmp.verdicts(cmp.load_results(report.layout(one.report_dir).results))
     rows = cmp.compare(by_backend)
     table = cmp.render_markdown(rows, backends)
     (req.report_dir / "backends.md").write_text(table)
     cmp.write_comparison_result(merged, rows, backends)
-    html = report.build_report(req.report_dir, {**environment(req), "backend": " and ".join(backends)})
+    html = report.build_report(req.report_dir, {**environment(replace(req, backend=backends[0])),
+                                                "backend": " and ".join(backends)})
     print(table.splitlines()[-1])
     print(f"verdicts by backend: {req.report_dir / 'backends.md'}\nAllure report (both backends): {html}")
     return max(codes) or (1 if cmp.unexplained(rows) else 0)
 
 
-def prepare_kind(req: RunRequest):  # type: ignore[no-untyped-def]
+def prepare_kind(req: Options) -> Engine | None:
     """Engine, kind and node image before pytest starts, so a missing piece is one line
     (and not one error per test); returns the engine, stopped at the end if ours."""
-    from clusters.kind import KindBackend
-    from pvchaos.provider import Options
-
-    backend = KindBackend.from_options(Options(backend="kind", k8s_version=req.k8s_version,
-                                               feature_gates=req.feature_gates))
+    backend = KindBackend.from_options(req)
     backend.prepare()
     return backend.engine
 
 
-def _run_and_report(req: RunRequest) -> int:
-    from pvchaos import report
-
-    results = req.report_dir / "allure-results"
-    if results.exists():
-        for old in results.iterdir():
+def _run_and_report(req: Options) -> int:
+    lay = report.layout(req.report_dir)
+    if lay.results.exists():
+        for old in lay.results.iterdir():
             if old.is_file():
                 old.unlink()
-    results.mkdir(parents=True, exist_ok=True)
-    report.restore_history(req.report_dir)
+    lay.results.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     code = subprocess.call(pytest_argv(req), cwd=REPO_ROOT)
     elapsed = time.monotonic() - started
-    report.write_environment(results, environment(req))
-    report.write_categories(results)
     if req.profile:
-        _certification(req, results)
-    rows = report.summarize(results)
-    print(report.format_summary(rows))
+        _certification(req, lay.results)
+    html = report.build_report(lay.root, environment(req))  # the same path the report tests check
+    print(report.format_summary(report.summarize(lay.results)))
     print(f"suites wall time: {elapsed:.1f}s")
-    report.write_summary_md(req.report_dir, rows)
-    html = report.generate_html(req.report_dir)
-    report.save_history(req.report_dir)
-    print(f"Allure report: {html}\nJUnit XML: {req.report_dir / 'junit.xml'}")
+    print(f"Allure report: {html}\nJUnit XML: {lay.junit}")
     return code
 
 
-def _certification(req: RunRequest, results: Path) -> None:
+def _certification(req: Options, results: Path) -> None:
     """For a driver run: the certification page, in the report and as Markdown."""
-    from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
-    from pvchaos.profiles import load_profile
-
     profile = load_profile(req.profile or "")
     outcomes = results_from_allure(results)
     write_allure_summary(results, profile, outcomes)
@@ -248,21 +208,19 @@ def _certification(req: RunRequest, results: Path) -> None:
     print(f"certification summary: {page}")
 
 
-def environment(req: RunRequest) -> dict[str, str]:
-    from tools.versions import DEFAULT_K8S_VERSION
-
+def environment(req: Options) -> dict[str, str]:
+    """The report's environment page: what this run was, as the options say (never hard-coded)."""
+    local = req.backend == "local"
     env = {
         "backend": req.backend,
-        "kubernetes": req.k8s_version or (DEFAULT_K8S_VERSION if req.backend == "local" else "cluster's own"),
+        "kubernetes": req.k8s_version or (DEFAULT_K8S_VERSION if local else "cluster's own"),
         "feature gates": req.feature_gates or ("MutablePVNodeAffinity=true (local default)"
-                                               if req.backend == "local" else "as the cluster has them"),
-        "zones": "zone-a,zone-b,zone-c" if req.backend == "local" else "discovered",
+                                               if local else "as the cluster has them"),
+        "zones": ",".join(Topology.parse(req.zones, req.nodes_per_zone).zones) if local else "discovered",
         "workers": req.workers,
         "driver profile": req.profile or "none (harness zonal test driver)",
     }
     if req.profile:
-        from pvchaos.profiles import load_profile
-
         profile = load_profile(req.profile)
         env["driver"] = profile.name
         env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))

@@ -10,43 +10,25 @@ from __future__ import annotations
 import allure
 import pytest
 
-from clusters.topology import ZONE_KEY
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.workspace import Workspace
+from kube import builders as b
+from kube.objects import SELECTED_NODE, ZONE_KEY, annotation, node_name, pv_zones
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Scheduling with volumes"), pytest.mark.needs("zones", "dynamic-zonal")]
-
-
-def _zonal_class(ws: Workspace, mode: str, allowed: list[str] | None = None) -> str:
-    name = ws.name(f"zonal-{mode.lower()[:9]}")
-    ws.create(b.storage_class(name, ws.cluster.zonal_class_provisioner or "", mode, allowed_zones=allowed))
-    return name
-
-
-def _zones(ws: Workspace) -> list[str]:
-    return sorted({x.label(n, ZONE_KEY) for n in ws.list("Node") if x.label(n, ZONE_KEY)})  # type: ignore[misc]
-
-
-def _pv_zones(pv: dict) -> set[str]:
-    zones: set[str] = set()
-    for term in pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]:
-        for expr in term.get("matchExpressions", []):
-            if expr["key"] == ZONE_KEY and expr["operator"] == "In":
-                zones.update(expr["values"])
-    return zones
 
 
 @allure.feature("Binding modes")
 @allure.story("Immediate across zones: the volume node affinity conflict incident")
 def test_immediate_binding_strands_pod_in_other_zone(ws: Workspace) -> None:
-    sc = _zonal_class(ws, "Immediate")
+    sc = ws.storage_class("zonal-immediate", "Immediate")
     ws.create(b.persistent_volume_claim("data", "10Gi", sc))
     pv = x.bound_volume(ws, "data")
-    pv_zones = _pv_zones(pv)
-    x.expect(len(pv_zones) == 1, "an Immediate zonal PV is pinned to one zone before any pod exists", pv, ws=ws)
-    other = next(z for z in _zones(ws) if z not in pv_zones)
-    with allure.step(f"pod limited to {other}, volume in {sorted(pv_zones)}"):
+    where = pv_zones(pv)
+    x.expect(len(where) == 1, "an Immediate zonal PV is pinned to one zone before any pod exists", pv, ws=ws)
+    other = next(z for z in ws.zones() if z not in where)
+    with allure.step(f"pod limited to {other}, volume in {sorted(where)}"):
         ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: other}))
     x.pod_unschedulable(ws, "app", "NODE_AFFINITY_CONFLICT")
 
@@ -54,47 +36,43 @@ def test_immediate_binding_strands_pod_in_other_zone(ws: Workspace) -> None:
 @allure.feature("Binding modes")
 @allure.story("WaitForFirstConsumer provisions in the pod's zone")
 def test_wait_for_first_consumer_provisions_in_pod_zone(ws: Workspace) -> None:
-    sc = _zonal_class(ws, "WaitForFirstConsumer")
+    sc = ws.storage_class("zonal-wffc", "WaitForFirstConsumer")
     ws.create(b.persistent_volume_claim("data", "10Gi", sc))
     x.claim_stays_pending(ws, "data", "WAIT_FOR_CONSUMER")
-    target = _zones(ws)[-1]
+    target = ws.zones()[-1]
     ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: target}))
     pod = x.pod_runs(ws, "app")
     pvc = x.claim_bound(ws, "data")
-    selected = pvc["metadata"].get("annotations", {}).get("volume.kubernetes.io/selected-node")
-    x.expect(selected == pod["spec"]["nodeName"],
-             "the scheduler records its node on the claim (volume.kubernetes.io/selected-node)", pvc, pod, ws=ws)
-    pv = ws.get("PersistentVolume", pvc["spec"]["volumeName"]) or {}
-    x.expect(_pv_zones(pv) == {target}, f"the PV must be provisioned in the pod's zone {target}", pv, ws=ws)
+    x.expect(annotation(pvc, SELECTED_NODE) == node_name(pod),
+             f"the scheduler records its node on the claim ({SELECTED_NODE})", pvc, pod, ws=ws)
+    pv = x.bound_volume(ws, "data")
+    x.expect(pv_zones(pv) == {target}, f"the PV must be provisioned in the pod's zone {target}", pv, ws=ws)
 
 
 @allure.feature("allowedTopologies")
 @allure.story("Immediate provisioning stays inside allowedTopologies")
 def test_allowed_topologies_limit_immediate_provisioning(ws: Workspace) -> None:
-    zones = _zones(ws)
-    allowed = zones[:2]
-    sc = _zonal_class(ws, "Immediate", allowed)
+    allowed = ws.zones()[:2]
+    sc = ws.storage_class("zonal-immediate", "Immediate", allowed)
     claims = [f"data-{i}" for i in range(6)]
-    for c in claims:
-        ws.create(b.persistent_volume_claim(c, "1Gi", sc))
+    ws.create_all(b.persistent_volume_claim(c, "1Gi", sc) for c in claims)
     seen: set[str] = set()
     for c in claims:
         pv = x.bound_volume(ws, c)
-        x.expect(_pv_zones(pv) <= set(allowed), f"PV for {c} must be in {allowed}", pv, ws=ws)
-        seen |= _pv_zones(pv)
-    allure.dynamic.parameter("zones used", sorted(seen))
+        x.expect(pv_zones(pv) <= set(allowed), f"PV for {c} must be in {allowed}", pv, ws=ws)
+        seen |= pv_zones(pv)
+    measure.note("zones used", sorted(seen))
 
 
 @allure.feature("allowedTopologies")
 @allure.story("a pod pinned outside allowedTopologies cannot be scheduled")
 def test_pod_pinned_outside_allowed_topologies_fails(ws: Workspace) -> None:
-    zones = _zones(ws)
-    sc = _zonal_class(ws, "WaitForFirstConsumer", zones[:1])
+    zones = ws.zones()
+    sc = ws.storage_class("zonal-wffc", "WaitForFirstConsumer", zones[:1])
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[-1]}))
     x.pod_unschedulable(ws, "app", "NO_PV_TO_BIND")
-    pvc = ws.get("PersistentVolumeClaim", "data")
-    x.expect((pvc or {}).get("status", {}).get("phase") == "Pending", "nothing may be provisioned", pvc, ws=ws)
+    x.phase_now(ws, "PersistentVolumeClaim", "data", "Pending")  # nothing may be provisioned
 
 
 @allure.feature("Binding modes")

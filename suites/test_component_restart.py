@@ -10,40 +10,33 @@ import allure
 import pytest
 
 from chaos import components
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.waiting import wait_for_state
-from pvchaos.workspace import Workspace
+from kube import builders as b
+from kube.objects import name, phase, scheduled
+from kube.wait import pod_running
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Control plane"), allure.feature("Component restarts"), pytest.mark.disruptive,
               pytest.mark.needs("component-restart")]
 
 
-def _all_bound(ws: Workspace, claims: list[str], timeout: float = 90) -> None:
-    wait_for_state(ws.kube, "PersistentVolumeClaim",
-                   lambda st: True if all(st.get(f"{ws.namespace}/{c}", {}).get("status", {}).get("phase") == "Bound"
-                                          for c in claims) else None,
-                   f"claims {claims} Bound", ws.namespace, timeout)
-
-
 @allure.story("scheduler down while WaitForFirstConsumer pods arrive")
 @pytest.mark.needs("dynamic-zonal")
 def test_scheduler_restart_mid_binding(ws: Workspace) -> None:
-    sc = ws.name("zonal")
-    ws.create(b.storage_class(sc, ws.cluster.zonal_class_provisioner or "", "WaitForFirstConsumer"))
+    sc = ws.storage_class("zonal", "WaitForFirstConsumer")
     components.stop_component(ws.cleanup, ws.cluster, "kube-scheduler")
     claims = [f"data-{i}" for i in range(6)]
     for i, c in enumerate(claims):
         ws.create(b.persistent_volume_claim(c, "1Gi", sc))
         ws.create(b.pod(f"app-{i}", (c,)))
-    pending = [p for p in ws.list("Pod") if p["spec"].get("nodeName")]
-    x.expect(not pending, f"no pod is scheduled while the scheduler is down: {[p['metadata']['name'] for p in pending]}")
+    placed = [name(p) for p in ws.list("Pod") if scheduled(p)]
+    x.expect(not placed, f"no pod is scheduled while the scheduler is down: {placed}")
     t0 = time.monotonic()
     components.start_component(ws.cluster, "kube-scheduler")
-    for i in range(len(claims)):
-        x.pod_runs(ws, f"app-{i}", timeout=90)
-    _all_bound(ws, claims)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
+    x.all_reach(ws, "Pod", len(claims), pod_running, "Running", timeout=90)
+    x.all_reach(ws, "PersistentVolumeClaim", len(claims), lambda c: phase(c) == "Bound", "Bound", timeout=90)
+    measure.since("recovery seconds", t0)
 
 
 @allure.story("controller-manager down while claims wait for static PVs")
@@ -56,12 +49,11 @@ def test_controller_manager_restart_mid_binding(ws: Workspace) -> None:
         ws.create(b.persistent_volume(ws.name(f"pv{i}"), f"{i + 1}Gi", labels=iso))
     for c in claims:
         ws.create(b.persistent_volume_claim(c, "1Gi", "", selector={"matchLabels": iso}))
-    bound = [c["metadata"]["name"] for c in ws.list("PersistentVolumeClaim")
-             if c.get("status", {}).get("phase") == "Bound"]
+    bound = [name(c) for c in ws.list("PersistentVolumeClaim") if phase(c) == "Bound"]
     x.expect(not bound, f"nothing binds while the controller-manager is down: {bound}")
     t0 = time.monotonic()
     components.start_component(ws.cluster, "kube-controller-manager")
-    _all_bound(ws, claims)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
+    x.all_reach(ws, "PersistentVolumeClaim", len(claims), lambda c: phase(c) == "Bound", "Bound", timeout=90)
+    measure.since("recovery seconds", t0)
     volumes = [c["spec"]["volumeName"] for c in ws.list("PersistentVolumeClaim")]
     x.expect(len(set(volumes)) == len(volumes), f"each claim got its own PV: {volumes}")

@@ -7,12 +7,12 @@ import allure
 import pytest
 
 from chaos import labels as chaos_labels
-from clusters.topology import HOSTNAME_KEY, ZONE_KEY
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.resources import Obj
-from pvchaos.waiting import holds_for, wait_for
-from pvchaos.workspace import Workspace
+from kube import builders as b
+from kube.kinds import Obj
+from kube.objects import ZONE_KEY, label, name
+from kube.wait import holds_for, wait_for
+from pvchaos.kit import expect as x
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Node label changes"), pytest.mark.disruptive,
               pytest.mark.needs("node-labels")]
@@ -39,31 +39,29 @@ def test_running_pod_stays_new_pods_follow_new_labels(ws: Workspace) -> None:
     pod = x.pod_runs(ws, "ssd-app")
     node = pod["spec"]["nodeName"]
     chaos_labels.set_node_labels(ws.cleanup, ws.kube, node, {"storage": "standard"})
-    wait_for(ws.kube, "Node", node, lambda o: x.label(o or {}, "storage") == "standard", "relabelled", None, 30)
+    wait_for(ws.kube, "Node", node, lambda n: label(n, "storage") == "standard", "relabelled", None, 30)
     with allure.step("for 5 s the running pod is neither evicted nor replaced"):
         _stays_running(ws, "ssd-app", pod["metadata"]["uid"], 5)
     ws.create(b.pod("ssd-new", node_selector={"storage": "ssd"}))
     new = x.pod_runs(ws, "ssd-new")
     x.expect(new["spec"]["nodeName"] != node, f"a new ssd pod must avoid {node}, now standard", new, ws=ws)
-    host = x.label(ws.get("Node", node) or {}, HOSTNAME_KEY) or node
-    ws.create(b.pod("std-new", node_selector={"storage": "standard", HOSTNAME_KEY: host}))
+    ws.create(b.pod("std-new", node_selector={"storage": "standard", **ws.pin(x.node_of(ws, "ssd-app"))}))
     x.pod_runs(ws, "std-new")
 
 
 @allure.story("a node whose zone label is removed stops receiving pods bound to zonal PVs")
 @pytest.mark.needs("static-pv")
 def test_node_without_zone_label_gets_no_zonal_pods(ws: Workspace) -> None:
-    pv = ws.create(b.persistent_volume(ws.name("zonal"), "5Gi", affinity=b.zone_affinity("zone-a"),
-                                       labels=ws.case_labels))
-    ws.create(b.persistent_volume_claim("data", "5Gi", "", volume_name=pv["metadata"]["name"]))
-    x.claim_bound(ws, "data")
-    ws.create(b.pod("before", ("data",), node_selector={HOSTNAME_KEY: "zone-a-1"}))
+    zone = ws.zones()[0]
+    first, second = ws.node(zone, 0), ws.node(zone, 1)
+    x.bound_pair(ws, b.zone_affinity(zone))
+    ws.create(b.pod("before", ("data",), node_selector=ws.pin(first)))
     before = x.pod_runs(ws, "before")
-    chaos_labels.set_node_labels(ws.cleanup, ws.kube, "zone-a-1", {ZONE_KEY: None})
-    wait_for(ws.kube, "Node", "zone-a-1", lambda o: x.label(o or {}, ZONE_KEY) is None, "zone label gone", None, 30)
+    chaos_labels.set_node_labels(ws.cleanup, ws.kube, name(first), {ZONE_KEY: None})
+    wait_for(ws.kube, "Node", name(first), lambda n: label(n, ZONE_KEY) is None, "zone label gone", None, 30)
     _stays_running(ws, "before", before["metadata"]["uid"], 3)
-    ws.exempt_pods.add(f"{ws.namespace}/before")  # placed while the label was there: IgnoredDuringExecution
-    ws.create(b.pod("after", ("data",), node_selector={HOSTNAME_KEY: "zone-a-1"}))
+    ws.exempt("before")  # placed while the label was there: IgnoredDuringExecution
+    ws.create(b.pod("after", ("data",), node_selector=ws.pin(first)))
     x.pod_unschedulable(ws, "after", "NODE_AFFINITY_CONFLICT")
-    ws.create(b.pod("sibling", ("data",), node_selector={HOSTNAME_KEY: "zone-a-2"}))
+    ws.create(b.pod("sibling", ("data",), node_selector=ws.pin(second)))
     x.pod_runs(ws, "sibling")

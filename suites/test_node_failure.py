@@ -11,33 +11,25 @@ import pytest
 
 from chaos import labels as chaos_labels
 from chaos import nodes as chaos_nodes
-from clusters.topology import HOSTNAME_KEY, ZONE_KEY
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.nodes import UNREACHABLE, has_taint, wait_node_ready, wait_node_unreachable, wait_taint_gone
-from pvchaos.resources import Obj
-from pvchaos.waiting import wait_for
-from pvchaos.workspace import Workspace
+from conformance import messages
+from kube import builders as b
+from kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zone
+from kube.wait import wait_for
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable, wait_taint_gone
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pytest.mark.needs("node-failure")]
-
-
-def _toleration(seconds: int) -> dict:
-    return {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}
-
-
-def _evicted(o: Obj | None) -> bool:
-    """Evicted = deleted by the taint-eviction controller (Terminating with no kubelet, or gone)."""
-    return o is None or bool((o.get("metadata") or {}).get("deletionTimestamp"))
 
 
 @allure.feature("Node failure")
 @allure.story("Unknown, unreachable taints, evictions on the toleration schedule, and return")
 def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
-    node = "zone-a-1"
-    pin = {HOSTNAME_KEY: x.label(ws.get("Node", node) or {}, HOSTNAME_KEY) or node}
-    ws.create(b.pod("at-once", node_selector=pin, tolerations=[_toleration(0)]))
-    ws.create(b.pod("after-6s", node_selector=pin, tolerations=[_toleration(6)]))
+    target = ws.node()
+    node, pin = target["metadata"]["name"], ws.pin(target)
+    ws.create(b.pod("at-once", node_selector=pin, tolerations=[b.unreachable_toleration(0)]))
+    ws.create(b.pod("after-6s", node_selector=pin, tolerations=[b.unreachable_toleration(6)]))
     ws.create(b.pod("default", node_selector=pin))
     for p in ("at-once", "after-6s", "default"):
         x.pod_runs(ws, p)
@@ -52,65 +44,51 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     t_unknown = time.monotonic() - t0
     x.expect(has_taint(dead, UNREACHABLE, "NoSchedule") and has_taint(dead, UNREACHABLE, "NoExecute"),
              "an Unknown node carries node.kubernetes.io/unreachable NoSchedule and NoExecute", dead, ws=ws)
-    allure.dynamic.parameter("seconds to Unknown and tainted", f"{t_unknown:.1f}")
+    measure.seconds("to Unknown and tainted, seconds", t_unknown)
 
-    wait_for(ws.kube, "Pod", "at-once", _evicted, "evicted at once (tolerationSeconds 0)", ws.namespace, 30)
+    x.pod_evicted(ws, "at-once", 30, "evicted at once (tolerationSeconds 0)")
     t_first = time.monotonic() - t0
-    x.expect((ws.get("Pod", "after-6s") or {}).get("metadata", {}).get("deletionTimestamp") is None
-             or t_first >= t_unknown + 5,
+    x.expect(not terminating(ws.get("Pod", "after-6s")) or t_first >= t_unknown + 5,
              "the 6 s pod must not be evicted together with the 0 s pod")
-    wait_for(ws.kube, "Pod", "after-6s", _evicted, "evicted after its 6 s toleration", ws.namespace, 40)
+    x.pod_evicted(ws, "after-6s", 40, "evicted after its 6 s toleration")
     t_second = time.monotonic() - t0
     x.expect(t_second - t_unknown >= 5.0, f"the 6 s toleration was honoured ({t_second - t_unknown:.1f}s)")
-    still = ws.get("Pod", "default") or {}
-    x.expect(not still.get("metadata", {}).get("deletionTimestamp"),
-             "a pod with the default 300 s toleration is not evicted yet", still, ws=ws)
-    allure.dynamic.parameter("eviction seconds (0 s, 6 s tolerations)", f"{t_first - t_unknown:.1f}, "
-                                                                     f"{t_second - t_unknown:.1f}")
+    still = ws.get("Pod", "default")
+    x.expect(not terminating(still), "a pod with the default 300 s toleration is not evicted yet", still, ws=ws)
+    measure.seconds("eviction after the 0 s toleration, seconds", t_first - t_unknown)
+    measure.seconds("eviction after the 6 s toleration, seconds", t_second - t_unknown)
 
     t1 = time.monotonic()
     chaos_nodes.restore_node(ws.cluster, node)
     wait_node_ready(ws, node)
     wait_taint_gone(ws, node, UNREACHABLE)
     recovery = time.monotonic() - t1
-    allure.dynamic.parameter("recovery seconds", f"{recovery:.1f}")
+    measure.seconds("recovery seconds", recovery)
     print(f"node failure: Unknown+tainted after {t_unknown:.1f}s, evictions at +{t_first - t_unknown:.1f}s / "
           f"+{t_second - t_unknown:.1f}s, Ready again {recovery:.1f}s after return")
-
-
-def _zonal_statefulset(ws: Workspace, name: str) -> str:
-    sc = ws.name("zonal")
-    ws.create(b.storage_class(sc, ws.cluster.zonal_class_provisioner or "", "WaitForFirstConsumer"))
-    ws.create(b.statefulset(name, 1, sc))
-    wait_for(ws.kube, "StatefulSet", name, lambda o: (o or {}).get("status", {}).get("readyReplicas") == 1,
-             "1 ready replica", ws.namespace, 60)
-    return sc
 
 
 @allure.feature("StatefulSet on a lost node")
 @allure.story("zonal volume: the replica is not replaced until force-deleted, then runs in the same zone")
 @pytest.mark.needs("dynamic-zonal")
 def test_statefulset_zonal_volume_moves_within_zone(ws: Workspace) -> None:
-    _zonal_statefulset(ws, "db")
-    first = ws.get("Pod", "db-0") or {}
-    node = first["spec"]["nodeName"]
-    zone = x.label(ws.get("Node", node) or {}, ZONE_KEY)
+    x.dynamic_statefulset(ws, "db", 1)
+    first = ws.get("Pod", "db-0")
+    node = node_name(first) or ""
+    home = zone(ws.get("Node", node))
     chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
     wait_node_unreachable(ws, node)
-    same = ws.get("Pod", "db-0") or {}
-    x.expect(same.get("metadata", {}).get("uid") == first["metadata"]["uid"],
-             "the StatefulSet does not replace a pod on an unreachable node by itself", same, ws=ws)
+    same = ws.get("Pod", "db-0")
+    x.expect(uid(same) == uid(first), "the StatefulSet does not replace a pod on an unreachable node by itself",
+             same, ws=ws)
     t0 = time.monotonic()
     with allure.step("force-delete db-0 (grace period 0)"):
         ws.delete("Pod", "db-0", wait=False)
-    new = wait_for(ws.kube, "Pod", "db-0",
-                   lambda o: o is not None and o["metadata"]["uid"] != first["metadata"]["uid"]
-                   and o.get("status", {}).get("phase") == "Running", "a replacement Running", ws.namespace, 60)
-    assert new is not None
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
-    new_node = ws.get("Node", new["spec"]["nodeName"]) or {}
-    x.expect(new["spec"]["nodeName"] != node and x.label(new_node, ZONE_KEY) == zone,
-             f"the replacement must run on another node of {zone}", new, new_node, ws=ws)
+    new = x.pod_replaced(ws, "db-0", uid(first))
+    measure.since("recovery seconds", t0)
+    new_node = x.node_of(ws, "db-0")
+    x.expect(node_name(new) != node and zone(new_node) == home,
+             f"the replacement must run on another node of {home}", new, new_node, ws=ws)
 
 
 @allure.feature("StatefulSet on a lost node")
@@ -119,24 +97,20 @@ def test_statefulset_zonal_volume_moves_within_zone(ws: Workspace) -> None:
 def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
     sc = x.local_class_with_pv_per_node(ws)
     ws.create(b.statefulset("db", 1, sc))
-    x.pod_runs(ws, "db-0")
-    first = ws.get("Pod", "db-0") or {}
-    node = first["spec"]["nodeName"]
+    first = x.pod_runs(ws, "db-0")
+    node = node_name(first) or ""
     chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
     wait_node_unreachable(ws, node)
     ws.delete("Pod", "db-0", wait=False)
-    wait_for(ws.kube, "Pod", "db-0", lambda o: o is not None and o["metadata"]["uid"] != first["metadata"]["uid"],
-             "a replacement pod object", ws.namespace, 60)
+    wait_for(ws.kube, "Pod", "db-0", lambda p: uid(p) != uid(first), "a replacement pod object", ws.namespace, 60)
     with allure.step("the replacement cannot run anywhere: PV affinity elsewhere, taint on its node"):
         ev = x.pod_unschedulable(ws, "db-0", "NODE_AFFINITY_CONFLICT")
-        from conformance import messages
-
         x.expect(messages.matches("UNTOLERATED_TAINT", ev.get("message", ""), ws.cluster.minor),
                  f"the lost node is excluded by its taint: {ev.get('message')}")
     t0 = time.monotonic()
     chaos_nodes.restore_node(ws.cluster, node)
     pod = x.pod_runs(ws, "db-0", timeout=90)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
+    measure.since("recovery seconds", t0)
     x.expect(pod["spec"]["nodeName"] == node, f"the replacement returns to {node}", pod, ws=ws)
 
 
@@ -144,21 +118,17 @@ def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
 @allure.story("the out-of-service taint force-deletes pods of a dead node; the replica moves")
 @pytest.mark.needs("dynamic-zonal", "node-labels")
 def test_out_of_service_taint_moves_replica(ws: Workspace) -> None:
-    _zonal_statefulset(ws, "db")
-    first = ws.get("Pod", "db-0") or {}
-    node = first["spec"]["nodeName"]
+    x.dynamic_statefulset(ws, "db", 1)
+    first = ws.get("Pod", "db-0")
+    node = node_name(first) or ""
     chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
     wait_node_unreachable(ws, node)
     t0 = time.monotonic()
     chaos_labels.add_taint(ws.cleanup, ws.kube, node, chaos_labels.OUT_OF_SERVICE)
-    new = wait_for(ws.kube, "Pod", "db-0",
-                   lambda o: o is not None and o["metadata"]["uid"] != first["metadata"]["uid"]
-                   and o.get("status", {}).get("phase") == "Running",
-                   "the replica replaced and Running after out-of-service", ws.namespace, 90)
-    assert new is not None
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t0:.1f}")
-    x.expect(new["spec"]["nodeName"] != node, "the replacement runs on another node", new, ws=ws)
+    new = x.pod_replaced(ws, "db-0", uid(first), timeout=90)
+    measure.since("recovery seconds", t0)
+    x.expect(node_name(new) != node, "the replacement runs on another node", new, ws=ws)
     chaos_labels.remove_taint(ws.kube, node, chaos_labels.OUT_OF_SERVICE)
-    x.expect(not has_taint(ws.get("Node", node) or {}, chaos_labels.OUT_OF_SERVICE["key"], "NoExecute"),
+    x.expect(not has_taint(ws.get("Node", node), chaos_labels.OUT_OF_SERVICE["key"], "NoExecute"),
              "the out-of-service taint is removed by hand afterwards")
 

@@ -6,92 +6,88 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import allure
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from chaos import pv_affinity as mut
-from clusters.kube import connect
-from clusters.topology import REGION_KEY, ZONE_KEY
 from conformance import expectations, messages
 from conformance.affinity import node_matches_pv_affinity
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.resources import Obj
-from pvchaos.waiting import holds_for, wait_for_state
-from pvchaos.workspace import Workspace
+from kube import builders as b
+from kube import kinds
+from kube import objects as o
+from kube.client import connect
+from kube.errors import ApiError
+from kube.kinds import Obj
+from kube.objects import REGION_KEY, ZONE_KEY, label, pv_zones
+from kube.wait import holds_for, wait_for_state
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("PV node affinity mutation (KEP-5381)"), pytest.mark.needs("static-pv", "zones")]
 
-GATE_OFF = [pytest.mark.cluster(feature_gates={"MutablePVNodeAffinity": False}),
-            pytest.mark.xdist_group("gate-off")]  # one gate-off cluster for the run, not one per worker
 # The body users copy from the seed article, sent with `kubectl patch pv ... --type merge -p`.
 SEED_PATCH = ('{"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":'
               '[{"key":"storage","operator":"In","values":["ssd"]}]}]}}}}')
 
 
-def _gate_off(fn):  # type: ignore[no-untyped-def]
-    for mark in GATE_OFF:
-        fn = mark(fn)
-    return fn
-
-
-def _iso(ws: Workspace) -> dict[str, str]:
-    return ws.case_labels
-
-
-def _bound_pair(ws: Workspace, affinity: Obj, claim: str = "data", capacity: str = "5Gi") -> Obj:
-    """A static Retain PV with `affinity`, bound to claim `claim` through volumeName."""
-    pv = ws.create(b.persistent_volume(ws.name("pv"), capacity, affinity=affinity, labels=_iso(ws)))
-    ws.create(b.persistent_volume_claim(claim, capacity, "", volume_name=pv["metadata"]["name"]))
-    return x.bound_volume(ws, claim)
-
-
-def _zones(ws: Workspace) -> list[str]:
-    return sorted({x.label(n, ZONE_KEY) or "" for n in ws.list("Node")} - {""})
-
-
-def _api_error(call) -> ApiException:  # type: ignore[no-untyped-def]
-    with pytest.raises(ApiException) as info:
+def _api_error(call) -> ApiError:  # type: ignore[no-untyped-def]
+    with pytest.raises(ApiError) as info:
         call()
     return info.value
 
 
-# ---- gate off ----------------------------------------------------------------------------
+# ---- gate off: which updates of spec.nodeAffinity the API server accepts ------------------
+
+BETA_ZONE_KEY = "failure-domain.beta.kubernetes.io/zone"
+Affinity = Callable[[list[str]], Obj | None]  # from the cluster's zones
+
+
+@dataclass(frozen=True)
+class Update:
+    """An update of a PV's affinity with the gate off, and whether SPEC 1 says it passes."""
+
+    story: str
+    before: Affinity
+    after: Affinity
+    accepted: bool
+
+
+GATE_OFF_UPDATES = {
+    "change-existing-rejected": Update("changing an existing nodeAffinity is rejected as immutable",
+                                       lambda z: b.zone_affinity(z[0]), lambda z: b.zone_affinity(z[1]), False),
+    "set-where-none-accepted": Update("setting affinity on a PV that had none still passes",
+                                      lambda z: None, lambda z: b.zone_affinity(z[0]), True),
+    "beta-to-ga-key-accepted": Update("renaming a beta topology key to its GA key still passes",
+                                      lambda z: b.label_affinity(BETA_ZONE_KEY, z[0]), lambda z: b.zone_affinity(z[0]),
+                                      True),
+}
+
 
 @allure.feature("gate off")
-@allure.story("changing an existing nodeAffinity is rejected as immutable")
-@_gate_off
-def test_gate_off_rejects_affinity_change(ws: Workspace) -> None:
-    zones = _zones(ws)
-    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=b.zone_affinity(zones[0]), labels=_iso(ws)))
-    err = _api_error(lambda: mut.replace_affinity(ws.kube, pv["metadata"]["name"], b.zone_affinity(zones[1])))
+@pytest.mark.parametrize("case", GATE_OFF_UPDATES)  # by name: a lambda's repr would change the historyId each run
+@pytest.mark.cluster(feature_gates={"MutablePVNodeAffinity": False})
+@pytest.mark.xdist_group("gate-off")  # one gate-off cluster for the run, not one per worker
+def test_gate_off_update(ws: Workspace, case: str) -> None:
+    update = GATE_OFF_UPDATES[case]
+    allure.dynamic.story(update.story)
+    zones = ws.zones()
+    before, after = update.before(zones), update.after(zones)
+    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=before, labels=ws.case_labels))
+    name = pv["metadata"]["name"]
+    if update.accepted:
+        updated = mut.replace_affinity(ws.kube, name, after)
+        x.expect(pv_zones(updated) == pv_zones({"spec": {"nodeAffinity": after}}), update.story, updated, ws=ws)
+        return
+    err = _api_error(lambda: mut.replace_affinity(ws.kube, name, after))
     x.expect(err.status == 422, f"expected HTTP 422, got {err.status}: {err.body}")
     x.expect(messages.expected("FIELD_IMMUTABLE", ws.cluster.minor) in (err.body or ""),
              f"expected 'field is immutable' in: {err.body}")
-    now = ws.get("PersistentVolume", pv["metadata"]["name"]) or {}
-    x.expect(mut.zone_values(now) == {zones[0]}, "the rejected update must leave the affinity as it was", now, ws=ws)
-
-
-@allure.feature("gate off")
-@allure.story("setting affinity on a PV that had none still passes")
-@_gate_off
-def test_gate_off_allows_setting_affinity_where_none(ws: Workspace) -> None:
-    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", labels=_iso(ws)))
-    updated = mut.replace_affinity(ws.kube, pv["metadata"]["name"], b.zone_affinity(_zones(ws)[0]))
-    x.expect(mut.zone_values(updated) == {_zones(ws)[0]}, "affinity set on a PV without one", updated, ws=ws)
-
-
-@allure.feature("gate off")
-@allure.story("renaming a beta topology key to its GA key still passes")
-@_gate_off
-def test_gate_off_allows_beta_to_ga_key_rename(ws: Workspace) -> None:
-    beta = "failure-domain.beta.kubernetes.io/zone"
-    zone = _zones(ws)[0]
-    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=b.label_affinity(beta, zone), labels=_iso(ws)))
-    updated = mut.replace_affinity(ws.kube, pv["metadata"]["name"], b.zone_affinity(zone))
-    x.expect(mut.zone_values(updated) == {zone}, "beta -> GA key rename is allowed", updated, ws=ws)
+    now = ws.get("PersistentVolume", name)
+    x.expect(pv_zones(now) == pv_zones(pv), "the rejected update must leave the affinity as it was", now, ws=ws)
 
 
 # ---- gate on -----------------------------------------------------------------------------
@@ -100,7 +96,7 @@ def test_gate_off_allows_beta_to_ga_key_rename(ws: Workspace) -> None:
 @allure.story("the seed's kubectl merge patch is accepted on a bound PV")
 @pytest.mark.needs("mutable-pv-affinity")
 def test_seed_kubectl_merge_patch_is_accepted(ws: Workspace, kubectl) -> None:  # type: ignore[no-untyped-def]
-    pv = _bound_pair(ws, b.label_affinity("storage", "standard"))
+    pv = x.bound_pair(ws, b.label_affinity("storage", "standard"))
     done = mut.kubectl_merge_patch(ws.cluster, kubectl, pv["metadata"]["name"], SEED_PATCH)
     x.expect(done.returncode == 0, f"kubectl patch failed ({done.returncode}): {done.stderr.strip()}")
     now = ws.get("PersistentVolume", pv["metadata"]["name"]) or {}
@@ -112,8 +108,8 @@ def test_seed_kubectl_merge_patch_is_accepted(ws: Workspace, kubectl) -> None:  
 @allure.story("a Bound PV stays Bound to the same claim: the 'turns Available and is rebound' claim is false")
 @pytest.mark.needs("mutable-pv-affinity")
 def test_mutation_keeps_pv_bound_refuting_available_and_rebind_claim(ws: Workspace) -> None:
-    zones = _zones(ws)
-    pv = _bound_pair(ws, b.zone_affinity(zones[0]))
+    zones = ws.zones()
+    pv = x.bound_pair(ws, b.zone_affinity(zones[0]))
     name = pv["metadata"]["name"]
     ref_before = pv["spec"]["claimRef"]
     ws.create(b.pod("app", ("data",)))
@@ -144,19 +140,15 @@ def test_mutation_keeps_pv_bound_refuting_available_and_rebind_claim(ws: Workspa
                   field_selector=f"metadata.name={name}")
     final = changed({name: ws.get("PersistentVolume", name) or {}})
     x.expect(final is None, f"after the mutation window: {final}")
-    _exempt(ws, "app")  # it knowingly violates the new affinity: IgnoredDuringExecution
-
-
-def _exempt(ws: Workspace, *pods: str) -> None:
-    ws.exempt_pods.update(f"{ws.namespace}/{p}" for p in pods)
+    ws.exempt("app")  # it knowingly violates the new affinity: IgnoredDuringExecution
 
 
 @allure.feature("gate on")
 @allure.story("relaxing (add a zone) lets a pending pod schedule without being recreated")
 @pytest.mark.needs("mutable-pv-affinity")
 def test_relax_add_zone_schedules_pending_pod(ws: Workspace) -> None:
-    zones = _zones(ws)
-    pv = _bound_pair(ws, b.zone_affinity(zones[0]))
+    zones = ws.zones()
+    pv = x.bound_pair(ws, b.zone_affinity(zones[0]))
     ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[1]}))
     x.pod_unschedulable(ws, "app", "NODE_AFFINITY_CONFLICT")
     uid = (ws.get("Pod", "app") or {})["metadata"]["uid"]
@@ -164,18 +156,18 @@ def test_relax_add_zone_schedules_pending_pod(ws: Workspace) -> None:
     pod = x.pod_runs(ws, "app")
     x.expect(pod["metadata"]["uid"] == uid, "the same pod object is scheduled, not a new one", pod, ws=ws)
     node = x.node_of(ws, "app")
-    x.expect(x.label(node, ZONE_KEY) == zones[1], f"the pod runs in the newly allowed {zones[1]}", node, ws=ws)
+    x.expect(label(node, ZONE_KEY) == zones[1], f"the pod runs in the newly allowed {zones[1]}", node, ws=ws)
 
 
 @allure.feature("gate on")
 @allure.story("relaxing zone to region lets a pending pod schedule")
 @pytest.mark.needs("mutable-pv-affinity")
 def test_relax_zone_to_region_schedules_pending_pod(ws: Workspace) -> None:
-    zones = _zones(ws)
-    pv = _bound_pair(ws, b.zone_affinity(zones[0]))
+    zones = ws.zones()
+    pv = x.bound_pair(ws, b.zone_affinity(zones[0]))
     ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[-1]}))
     x.pod_unschedulable(ws, "app", "NODE_AFFINITY_CONFLICT")
-    region = next((r for n in ws.list("Node") if (r := x.label(n, REGION_KEY))), "")
+    region = label(ws.node(), REGION_KEY) or ""
     mut.relax_to_region(ws.kube, pv["metadata"]["name"], region)
     x.pod_runs(ws, "app")
 
@@ -187,8 +179,8 @@ def test_tightening_race_is_measured(ws: Workspace) -> None:
     """Pods arrive at a steady rate from before the update until well after it; a watch
     records when each is placed. Placements after the update on nodes the new affinity
     excludes are the race; its window is the update-to-last-violation time."""
-    zones = _zones(ws)
-    pv = _bound_pair(ws, b.zone_affinity(*zones))
+    zones = ws.zones()
+    pv = x.bound_pair(ws, b.zone_affinity(*zones))
     name = pv["metadata"]["name"]
     keep = zones[0]
     before, after, interval = 0.5, 2.5, 0.025
@@ -222,11 +214,11 @@ def test_tightening_race_is_measured(ws: Workspace) -> None:
     after_update = {p: (t - updated_at, node) for p, (t, node) in placed.seen.items() if t >= updated_at}
     violators = sorted(p for p, (_, node) in after_update.items() if not node_matches_pv_affinity(nodes[node], new_pv))
     window = max((after_update[p][0] for p in violators), default=0.0)
-    allure.dynamic.parameter("race window seconds", f"{window:.3f}")
-    allure.dynamic.parameter("pods placed against the new affinity", f"{len(violators)}/{len(after_update)}")
+    measure.seconds("race window seconds", window, digits=3)
+    measure.note("pods placed against the new affinity", f"{len(violators)}/{len(after_update)}")
     print(f"tightening race: {len(violators)} of {len(after_update)} pods placed after the update landed outside "
           f"{keep}; window {window * 1000:.0f} ms")
-    _exempt(ws, *(p for p, (_, node) in placed.seen.items() if not node_matches_pv_affinity(nodes[node], new_pv)))
+    ws.exempt(*(p for p, (_, node) in placed.seen.items() if not node_matches_pv_affinity(nodes[node], new_pv)))
     settled = [p for p, (t, _) in after_update.items() if t > window + 0.5]
     x.expect(len(settled) >= 10, f"enough pods arrived after the race to judge the steady state: {len(settled)}")
     late_bad = [p for p in settled if p in violators]
@@ -246,21 +238,15 @@ class PlacementRecorder:
         return len(self.seen)
 
     def _run(self) -> None:
-        from kubernetes import watch
-
         kube = connect(self.ws.cluster.kubeconfig, self.ws.cluster.context)
         try:
             while not self._stop.is_set():
-                w = watch.Watch()
-                for ev in w.stream(kube.core.list_namespaced_pod, self.ws.namespace, deserialize=False,
-                                   timeout_seconds=5):
-                    obj = ev.get("raw_object") or ev["object"]
-                    node = (obj.get("spec") or {}).get("nodeName")
-                    name = (obj.get("metadata") or {}).get("name")
+                for _, obj in kinds.watch_objects(kube, "Pod", self.ws.namespace, None, timeout_seconds=5):
+                    node, name = o.node_name(obj), o.name(obj)
                     if node and name and name not in self.seen:
                         self.seen[name] = (time.monotonic(), node)
                     if self._stop.is_set():
-                        w.stop()
+                        break
         finally:
             kube.api.close()
 
@@ -274,12 +260,7 @@ class PlacementRecorder:
 
 
 def _all_decided(state: dict[str, Obj], total: int) -> bool:
-    return len(state) >= total and all(o.get("spec", {}).get("nodeName") or _unschedulable(o) for o in state.values())
-
-
-def _unschedulable(pod: Obj) -> bool:
-    return any(c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-               for c in (pod.get("status") or {}).get("conditions") or [])
+    return len(state) >= total and all(o.scheduled(p) or o.unschedulable(p) for p in state.values())
 
 
 @allure.feature("gate on")
@@ -289,14 +270,13 @@ def _unschedulable(pod: Obj) -> bool:
                                           ({"required": {"nodeSelectorTerms": []}}, "AFFINITY_TERMS_EMPTY")],
                          ids=["empty-affinity", "empty-terms"])
 def test_gate_on_still_validates(ws: Workspace, affinity: Obj, key: str) -> None:
-    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=b.zone_affinity(_zones(ws)[0]),
-                                       labels=_iso(ws)))
+    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=b.zone_affinity(ws.zones()[0]),
+                                       labels=ws.case_labels))
     name = pv["metadata"]["name"]
     x.volume_phase(ws, name, "Available")
     pv = ws.get("PersistentVolume", name) or {}
     # A merge patch cannot empty a map (it merges); replace the whole spec.nodeAffinity.
-    err = _api_error(lambda: ws.kube.core.replace_persistent_volume(
-        name, {**pv, "spec": {**pv["spec"], "nodeAffinity": affinity}}, _preload_content=False))
+    err = _api_error(lambda: ws.replace({**pv, "spec": {**pv["spec"], "nodeAffinity": affinity}}))
     x.expect(err.status == 422 and messages.expected(key, ws.cluster.minor) in (err.body or ""),
              f"expected 422 with {messages.expected(key, ws.cluster.minor)!r}, got {err.status}: {err.body}")
 
@@ -305,7 +285,7 @@ def test_gate_on_still_validates(ws: Workspace, affinity: Obj, key: str) -> None
 @allure.story("the seed's Retain workflow: Released until claimRef is cleared")
 @pytest.mark.needs("mutable-pv-affinity")
 def test_retain_workflow_after_mutation(ws: Workspace, kubectl) -> None:  # type: ignore[no-untyped-def]
-    pv = _bound_pair(ws, b.label_affinity("storage", "standard"))
+    pv = x.bound_pair(ws, b.label_affinity("storage", "standard"))
     name = pv["metadata"]["name"]
     done = mut.kubectl_merge_patch(ws.cluster, kubectl, name, SEED_PATCH)
     x.expect(done.returncode == 0, f"kubectl patch failed: {done.stderr.strip()}")
@@ -319,11 +299,11 @@ def test_retain_workflow_after_mutation(ws: Workspace, kubectl) -> None:  # type
              still, ws=ws)
     ws.patch("PersistentVolume", name, {"spec": {"claimRef": None}})
     bound = x.bound_volume(ws, "data")
-    x.expect(bound["metadata"]["name"] == name and mut.zone_values(bound) == set()
+    x.expect(bound["metadata"]["name"] == name and pv_zones(bound) == set()
              and bound["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
              == ["ssd"], "the recreated claim binds the PV, which keeps its new affinity", bound, ws=ws)
     ws.create(b.pod("app", ("data",)))
     x.pod_runs(ws, "app")
     node = x.node_of(ws, "app")
-    x.expect(x.label(node, "storage") == "ssd", "a new pod follows the new affinity (storage=ssd)", node, ws=ws)
+    x.expect(label(node, "storage") == "ssd", "a new pod follows the new affinity (storage=ssd)", node, ws=ws)
 

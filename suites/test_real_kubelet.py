@@ -13,12 +13,13 @@ import allure
 import pytest
 
 from chaos import nodes as chaos_nodes
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.nodes import wait_node_ready, wait_node_unreachable
-from pvchaos.resources import Obj
-from pvchaos.waiting import wait_for
-from pvchaos.workspace import Workspace
+from kube import builders as b
+from kube.kinds import Obj
+from kube.wait import wait_for
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Real kubelets"), pytest.mark.disruptive,
               pytest.mark.needs("real-kubelet", "node-failure", "dynamic-local")]
@@ -39,7 +40,7 @@ def _running_since(o: Obj | None) -> datetime | None:
 @allure.feature("Node-local data across a node crash")
 @allure.story("The file a pod wrote is there when the pod runs again after its node crashed and returned")
 def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None:
-    sc = ws.create(b.storage_class(ws.name("local"), ws.cluster.local_class_provisioner or ""))["metadata"]["name"]
+    sc = ws.local_class()
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     writer = b.pod("writer", ("data",))
     writer["spec"]["containers"][0].update({"image": TEST_IMAGE, "command": ["sh", "-c", WRITER]})
@@ -62,8 +63,7 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     wait_node_ready(ws, node, timeout=120)
     again = wait_for(ws.kube, "Pod", "writer", lambda o: (_running_since(o) or crashed_at) > crashed_at,
                      "its container started again after the crash", ws.namespace, 120)
-    assert again is not None
     x.expect(again["spec"]["nodeName"] == node, f"the pod stays on {node}, where its data is", again, ws=ws)
     x.expect(faults.node_exec(node, f"cat {path}/marker") == written,
              "the marker the pod wrote before the crash is still on the node's volume", again, ws=ws)
-    allure.dynamic.parameter("restarts", str(again["status"]["containerStatuses"][0]["restartCount"]), excluded=True)
+    measure.note("restarts", again["status"]["containerStatuses"][0]["restartCount"])

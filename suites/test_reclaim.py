@@ -5,18 +5,18 @@ from __future__ import annotations
 import allure
 import pytest
 
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.waiting import wait_for
-from pvchaos.workspace import Workspace
+from kube import builders as b
+from kube.kinds import Obj
+from kube.wait import wait_gone
+from pvchaos.kit import expect as x
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Binding"), allure.feature("Reclaim")]
 
 
-def _dynamic_claim_with_delete_policy(ws: Workspace) -> dict:
-    """Claim `data` bound to a freshly provisioned zonal PV whose class says Delete."""
-    sc = ws.name("zonal-delete")
-    ws.create(b.storage_class(sc, ws.cluster.zonal_class_provisioner or "", "Immediate", reclaim="Delete"))
+def _dynamic_claim_with_delete_policy(ws: Workspace) -> Obj:
+    """Claim `data` bound to a freshly provisioned volume whose class says Delete."""
+    sc = ws.storage_class("zonal-delete", "Immediate", reclaim="Delete")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     return x.bound_volume(ws, "data")
 
@@ -27,7 +27,7 @@ def test_delete_policy_removes_volume(ws: Workspace) -> None:
     pv = _dynamic_claim_with_delete_policy(ws)
     ws.delete("PersistentVolumeClaim", "data")
     with allure.step(f"PV {pv['metadata']['name']} is deleted by its provisioner"):
-        wait_for(ws.kube, "PersistentVolume", pv["metadata"]["name"], lambda o: o is None, "deleted", timeout=60)
+        wait_gone(ws.kube, "PersistentVolume", pv["metadata"]["name"], timeout=60)
 
 
 @allure.story("Retain keeps the PV Released with its claimRef until the claimRef is cleared")

@@ -13,10 +13,11 @@ from typing import Any
 import allure
 import pytest
 
+from conformance import messages
 from conformance.claims import explain_mismatch, find_matching_volume
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.workspace import Workspace
+from kube import builders as b
+from pvchaos.kit import expect as x
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [
     allure.epic("Binding"),
@@ -169,13 +170,10 @@ def test_volume_name_mismatch_is_reported(ws: Workspace, pv_args: dict, claim_ar
     pv = ws.create(b.persistent_volume(ws.name("named"), pv_kw.pop("capacity"), **pv_kw))
     cl_kw = {"request": "1Gi", "storage_class": "", **claim_args}
     claim = b.persistent_volume_claim("claim", cl_kw.pop("request"), volume_name=pv["metadata"]["name"], **cl_kw)
-    from conformance import messages
-
     reasons = explain_mismatch(claim, pv)
     assert reasons and messages.expected(key, ws.cluster.minor or 35) in reasons[0], (
         f"oracle explains {reasons}, expected {key}")
     ws.create(claim)
     x.event(ws, "PersistentVolumeClaim", "claim", "VOLUME_MISMATCH", volume=pv["metadata"]["name"],
             reason=messages.expected(key, ws.cluster.minor or 35))
-    pvc = ws.get("PersistentVolumeClaim", "claim")
-    x.expect((pvc or {}).get("status", {}).get("phase") == "Pending", "a mismatched claim stays Pending", pvc, ws=ws)
+    x.phase_now(ws, "PersistentVolumeClaim", "claim", "Pending")  # a mismatched claim stays Pending

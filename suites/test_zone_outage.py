@@ -13,14 +13,16 @@ import allure
 import pytest
 
 from chaos import nodes as chaos_nodes
-from clusters.topology import HOSTNAME_KEY, ZONE_KEY
-from pvchaos import builders as b
-from pvchaos import expect as x
-from pvchaos.nodes import UNREACHABLE, has_taint, node_ready_status
-from pvchaos.polling import poll_until
-from pvchaos.resources import Obj, list_raw
-from pvchaos.waiting import holds_for, wait_for, wait_for_state
-from pvchaos.workspace import Workspace
+from conformance.types import NodeName
+from kube import builders as b
+from kube.kinds import Obj, list_objects
+from kube.objects import UNREACHABLE, gone_or_terminating, has_taint, name, terminating, zone
+from kube.objects import ready as node_ready_status
+from kube.poll import poll_until
+from kube.wait import holds_for, wait_for_state
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Zone outage"), pytest.mark.disruptive,
               pytest.mark.needs("node-failure", "zones")]
@@ -29,14 +31,10 @@ pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Zone outage
 def _pods_on_every_node(ws: Workspace, tolerate: int) -> dict[str, str]:
     """One pod per node tolerating the unreachable taint for `tolerate` s; pod -> node."""
     placed = {}
-    for n in ws.list("Node"):
-        if not x.label(n, ZONE_KEY):
-            continue  # a control-plane node (kind) is in no zone and takes no pods
-        node = n["metadata"]["name"]
-        pod = f"on-{node}"
-        ws.create(b.pod(pod, node_selector={HOSTNAME_KEY: x.label(n, HOSTNAME_KEY) or node}, tolerations=[
-            {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": tolerate}]))
-        placed[pod] = node
+    for n in ws.nodes():
+        pod = f"on-{name(n)}"
+        ws.create(b.pod(pod, node_selector=ws.pin(n), tolerations=[b.unreachable_toleration(tolerate)]))
+        placed[pod] = name(n)
     for pod in placed:
         x.pod_runs(ws, pod)
     return placed
@@ -49,27 +47,25 @@ def _tainted(state: dict[str, Obj], nodes: list[str]) -> list[str]:
 @allure.story("one zone down, others healthy: its nodes are tainted and its pods evicted; other zones untouched")
 def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     placed = _pods_on_every_node(ws, tolerate=0)
-    zone = chaos_nodes.zones(ws.kube)[0]
+    zone = ws.zones()[0]
     t0 = time.monotonic()
     down = chaos_nodes.zone_outage(ws.cleanup, ws.cluster, ws.kube, zone)
     wait_for_state(ws.kube, "Node", lambda st: True if len(_tainted(st, down)) == len(down) else None,
                    f"every node of {zone} tainted {UNREACHABLE}:NoExecute", timeout=60)
-    allure.dynamic.parameter("seconds until the whole zone is tainted", f"{time.monotonic() - t0:.1f}")
+    measure.since("until the whole zone is tainted, seconds", t0)
     for pod, node in placed.items():
         if node in down:
-            wait_for(ws.kube, "Pod", pod, lambda o: o is None or bool(o["metadata"].get("deletionTimestamp")),
-                     f"evicted from {node}", ws.namespace, 30)
+            x.pod_evicted(ws, pod, 30, f"evicted from {node}")
     for pod, node in placed.items():
         if node not in down:
-            other = ws.get("Pod", pod) or {}
-            x.expect(not other.get("metadata", {}).get("deletionTimestamp"), f"{pod} in a healthy zone stays",
-                     other, ws=ws)
+            other = ws.get("Pod", pod)
+            x.expect(not terminating(other), f"{pod} in a healthy zone stays", other, ws=ws)
     t1 = time.monotonic()
     for n in down:
         chaos_nodes.restore_node(ws.cluster, n)
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "True" for n in down)
                    else None, f"nodes of {zone} Ready again", timeout=60)
-    allure.dynamic.parameter("recovery seconds", f"{time.monotonic() - t1:.1f}")
+    measure.since("recovery seconds", t1)
 
 
 @allure.story("every zone down: master disruption mode stops tainting and evicting (an in-flight taint is measured)")
@@ -78,32 +74,31 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
     tainters. Measured here in 1.35: a taint already in flight (one per zone at most) can
     land just after that and is then never removed, so pods on that node are evicted on
     their toleration. The test asserts the rule for every other node and reports the race."""
-    outside = [n["metadata"]["name"] for n in ws.list("Node") if not x.label(n, ZONE_KEY)]
+    outside = [name(n) for n in ws.list("Node") if not zone(n)]
     if outside:
         pytest.skip(f"nodes {outside} are in no zone and stay up (kind's control plane): the node-lifecycle "
                     "controller counts them as a healthy zone, so every zone is never down")
     placed = _pods_on_every_node(ws, tolerate=10)
     nodes = sorted(set(placed.values()))
-    zones = chaos_nodes.zones(ws.kube)
+    zones = ws.zones()
     chaos_nodes.cluster_outage(ws.cleanup, ws.cluster, ws.kube)
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "Unknown" for n in nodes)
                    else None, "every node Unknown", timeout=60)
-    if ws.cluster.component_log("kube-controller-manager") is not None:
-        poll_until(lambda: True if "Entering master disruption mode" in (
-            ws.cluster.component_log("kube-controller-manager") or "") else None,
-            15, "kube-controller-manager enters master disruption mode")
+    log = ws.cluster.directory / "logs" / "kube-controller-manager.log" if ws.cluster.directory else None
+    if log is not None:
+        poll_until(lambda: True if "Entering master disruption mode" in log.read_text(errors="replace") else None,
+                   15, "kube-controller-manager enters master disruption mode")
     tainted_late: set[str] = set()
 
     def evicted_untainted(st: dict[str, Obj]) -> str | None:
-        node_objs = {o["metadata"]["name"]: o for o in list_raw(ws.kube, "Node")[0]} if st else {}
+        node_objs = {o["metadata"]["name"]: o for o in list_objects(ws.kube, "Node")[0]} if st else {}
         tainted_late.update(_tainted(node_objs, nodes))
-        gone = [p for p, n in placed.items() if n not in tainted_late
-                and (f"{ws.namespace}/{p}" not in st or st[f"{ws.namespace}/{p}"]["metadata"].get("deletionTimestamp"))]
+        gone = [p for p, n in placed.items() if n not in tainted_late and gone_or_terminating(st.get(f"{ws.namespace}/{p}"))]
         return f"pods on untainted nodes evicted although every zone is down: {gone}" if gone else None
 
     with allure.step("for 16 s (past the 10 s tolerations) no pod on an untainted node is evicted"):
         holds_for(ws.kube, "Pod", evicted_untainted, 16, "no eviction while all zones are down", ws.namespace)
-    allure.dynamic.parameter("nodes tainted after master disruption mode", ",".join(sorted(tainted_late)) or "none")
+    measure.note("nodes tainted after master disruption mode", ",".join(sorted(tainted_late)) or "none")
     print(f"all zones down: nodes NoExecute-tainted despite master disruption mode: {sorted(tainted_late) or 'none'}")
     x.expect(len(tainted_late) <= len(zones),
              f"at most one in-flight taint per zone may land after master disruption mode: {sorted(tainted_late)}")
@@ -112,10 +107,10 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
 @allure.story("three of four nodes of a zone down in a small cluster: tainting stops (partial disruption)")
 @pytest.mark.cluster(zones=("zone-a", "zone-b"), nodes_per_zone=4)
 def test_partial_zone_disruption_stops_tainting(ws: Workspace) -> None:
-    zone_nodes = chaos_nodes.nodes_in_zone(ws.kube, "zone-a")
-    down = zone_nodes[:3]
+    zone = ws.zones()[0]
+    down = [NodeName(name(n)) for n in ws.nodes(zone)[:3]]
     placed = _pods_on_every_node(ws, tolerate=0)
-    chaos_nodes.fail_nodes(ws.cleanup, ws.cluster, down, "3 of 4 nodes of zone-a")
+    chaos_nodes.fail_nodes(ws.cleanup, ws.cluster, down, f"3 of 4 nodes of {zone}")
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "Unknown" for n in down)
                    else None, f"{down} Unknown", timeout=60)
 
@@ -125,6 +120,5 @@ def test_partial_zone_disruption_stops_tainting(ws: Workspace) -> None:
 
     with allure.step("for 25 s (time for 2+ tokens at 0.1 node/s) not every down node gets NoExecute"):
         holds_for(ws.kube, "Node", too_many, 25, "partial disruption stops tainting")
-    survivors = [p for p, n in placed.items() if n in down and
-                 not (ws.get("Pod", p) or {}).get("metadata", {}).get("deletionTimestamp")]
+    survivors = [p for p, n in placed.items() if n in down and not terminating(ws.get("Pod", p))]
     x.expect(len(survivors) >= 2, f"most pods on the down nodes stay: {survivors}")

@@ -25,12 +25,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
-from clusters.kube import Kube, connect
 from clusters.local import config as flags
 from clusters.local.config import LocalClusterConfig
 from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, process_start_time, spawn, stop
 from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
-from pvchaos.polling import PollTimeout, poll_until
+from kube import kinds
+from kube import objects as o
+from kube.client import Kube, connect
+from kube.naming import OWNED_LABEL
+from kube.poll import PollTimeout, poll_until
 from tools.build import Binaries, BuildError, cache_root, ensure_binaries
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
@@ -256,7 +259,7 @@ class LocalCluster:
         for driver in (ZONAL_PROVISIONER,):
             self.kube.storage.create_csi_driver(body={
                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
-                "metadata": {"name": driver, "labels": {"pvchaos.dev/owned": "true"}},
+                "metadata": {"name": driver, "labels": {OWNED_LABEL: "true"}},
                 "spec": {"attachRequired": False, "podInfoOnMount": False},
             })
 
@@ -267,12 +270,8 @@ class LocalCluster:
 
         def all_ready() -> bool | None:
             """Ready, and the lifecycle controller has lifted its not-ready taint."""
-            ready = set()
-            for n in kube.core.list_node().items:
-                tainted = any(t.key == "node.kubernetes.io/not-ready" for t in n.spec.taints or [])
-                for c in n.status.conditions or []:
-                    if c.type == "Ready" and c.status == "True" and not tainted:
-                        ready.add(n.metadata.name)
+            ready = {o.name(n) for n in kinds.list_objects(kube, "Node")[0]
+                     if o.ready(n) == "True" and not o.has_taint(n, o.NOT_READY)}
             return True if want <= ready else None
 
         try:
@@ -294,20 +293,10 @@ class LocalCluster:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def handle(self) -> ClusterHandle:
-        caps = {Capability.ZONES, Capability.STATIC_PV, Capability.BLOCK, Capability.RWX,
-                Capability.NODE_FAILURE, Capability.NODE_LABELS, Capability.COMPONENT_RESTART,
-                Capability.OWNED, Capability.EPHEMERAL_STORAGE}
-        if len(self.cfg.topology.zones) < 2:
-            caps.discard(Capability.ZONES)
-        if self.cfg.provisioner:
-            caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}
-        gates = self.cfg.effective_gates()
-        if gates.get(flags.MUTABLE_PV_GATE):
-            caps.add(Capability.MUTABLE_PV_AFFINITY)
         return ClusterHandle(
             name=self.cfg.name, backend="local", kubeconfig=self.directory / "kubeconfig",
-            context=None, k8s_version=self.cfg.k8s_version, capabilities=frozenset(caps),
-            feature_gates=gates,
+            context=None, k8s_version=self.cfg.k8s_version, capabilities=local_capabilities(self.cfg),
+            feature_gates=self.cfg.effective_gates(),
             zonal_class_provisioner=ZONAL_PROVISIONER if self.cfg.provisioner else None,
             local_class_provisioner=LOCAL_PROVISIONER if self.cfg.provisioner else None,
             faults=self, directory=self.directory,
@@ -367,6 +356,21 @@ def _jsonable(value: object) -> object:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
+    """What a local cluster of this configuration can do, known before it starts (so a
+    test that needs more skips without starting one)."""
+    caps = {Capability.ZONES, Capability.STATIC_PV, Capability.BLOCK, Capability.RWX,
+            Capability.NODE_FAILURE, Capability.NODE_LABELS, Capability.COMPONENT_RESTART,
+            Capability.OWNED, Capability.EPHEMERAL_STORAGE}
+    if len(cfg.topology.zones) < 2:
+        caps.discard(Capability.ZONES)
+    if cfg.provisioner:
+        caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}
+    if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
+        caps.add(Capability.MUTABLE_PV_AFFINITY)
+    return frozenset(caps)
 
 
 def _log(msg: str) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusters.topology import Topology
+from tools import versions
 from tools.versions import DEFAULT_K8S_VERSION
 
 MUTABLE_PV_GATE = "MutablePVNodeAffinity"
@@ -19,10 +20,10 @@ _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
 
 def minor_of(version: str) -> int:
-    m = re.fullmatch(r"v1\.(\d+)\.\d+", version)
-    if not m:
+    minor = versions.minor_of(version, release_only=True)
+    if minor is None:
         raise ValueError(f"not a Kubernetes release version: {version!r} (want v1.MINOR.PATCH)")
-    return int(m.group(1))
+    return minor
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:

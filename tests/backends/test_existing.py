@@ -11,7 +11,7 @@ import yaml
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
 from clusters.existing import PROBE_PREFIX, ExistingBackend, disruption_refusal, sweep
-from clusters.kube import connect
+from kube.client import connect
 
 NEVER = {Capability.OWNED, Capability.NODE_FAILURE, Capability.COMPONENT_RESTART}
 

@@ -26,18 +26,21 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from clusters.backend import ClusterError, ClusterHandle
-from clusters.kube import Kube, connect, name_of
 from clusters.local import cluster as cluster_module
 from clusters.local.cluster import ZONAL_PROVISIONER, LocalCluster
 from clusters.local.config import LocalClusterConfig
 from clusters.local.registry import ClusterState, sweep_orphans
 from clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
-from pvchaos import builders
-from pvchaos.cleanup import Cleanup
-from pvchaos.polling import poll_until
-from pvchaos.resources import Obj, get_raw, list_raw
-from pvchaos.waiting import WaitTimeout, phase_is, pod_cannot_run, pod_running, wait_for, wait_for_state
-from pvchaos.workspace import Workspace, create_raw
+from drivers.driver import DriverError, ProfileDriver
+from drivers.profile import parse_profile
+from kube import builders
+from kube import kinds
+from kube.cleanup import Cleanup
+from kube.client import Kube, connect, name_of
+from kube.kinds import Obj
+from kube.poll import poll_until
+from kube.wait import WaitTimeout, phase_is, pod_cannot_run, pod_running, wait_for, wait_for_state
+from pvchaos.kit.workspace import Workspace
 from tools.build import REPO_ROOT, BuildError, ensure_binaries
 from tools.versions import DEFAULT_K8S_VERSION
 
@@ -181,7 +184,7 @@ def test_up_gives_ready_zoned_nodes_and_down_leaves_nothing() -> None:
         pids = recorded_pids(local.directory)
         kube = connect(handle.kubeconfig)
         try:
-            nodes = list_raw(kube, "Node")[0]
+            nodes = kinds.list_objects(kube, "Node")[0]
             version = kube.version.get_code().git_version
         finally:
             kube.api.close()
@@ -204,6 +207,32 @@ def test_up_gives_ready_zoned_nodes_and_down_leaves_nothing() -> None:
 # ---- provisioning ------------------------------------------------------------------------
 
 @pytest.mark.slow
+def test_profile_driver_copies_an_existing_class(zoned: Running) -> None:
+    """FromExistingClassName, as upstream: the named class is read from the cluster and
+    copied (provisioner, parameters, mount options) under the test's own name and mode;
+    the vendor's class itself is left as it was."""
+    with workspace(zoned, "existing-class") as ws:
+        gold = ws.create(builders.storage_class(ws.name("gold"), "csi.example.com", "WaitForFirstConsumer",
+                                                parameters={"tier": "gold"}))
+        gold_name = gold["metadata"]["name"]
+        profile = parse_profile({"StorageClass": {"FromExistingClassName": gold_name}, "DriverInfo": {
+            "Name": "csi.example.com", "TopologyKeys": [ZONE_KEY],
+            "Capabilities": {"persistence": True, "topology": True}}}, "driver.yaml")
+        driver = ProfileDriver(profile, zoned.handle, zoned.kube)
+        copy = ws.create(driver.storage_class(ws.name("copy"), "Immediate", allowed_zones=["zone-b"]))
+        assert (copy["provisioner"], copy["parameters"], copy["volumeBindingMode"]) == (
+            "csi.example.com", {"tier": "gold"}, "Immediate")
+        assert copy["allowedTopologies"][0]["matchLabelExpressions"] == [{"key": ZONE_KEY, "values": ["zone-b"]}]
+        original = kinds.get(zoned.kube, "StorageClass", gold_name) or {}
+        assert original["volumeBindingMode"] == "WaitForFirstConsumer" and "allowedTopologies" not in original
+        missing = ProfileDriver(parse_profile({"StorageClass": {"FromExistingClassName": "no-such-class"},
+                                               "DriverInfo": {"Name": "csi.example.com"}}, "driver.yaml"),
+                                zoned.handle, zoned.kube)
+        with pytest.raises(DriverError, match="'no-such-class' does not exist in the cluster"):
+            missing.storage_class("x")
+
+
+@pytest.mark.slow
 def test_wait_for_first_consumer_pv_follows_the_pods_zone(zoned: Running) -> None:
     with workspace(zoned, "wffc") as ws:
         sc = ws.create(builders.storage_class(ws.name("wffc"), ZONAL_PROVISIONER))["metadata"]["name"]
@@ -213,7 +242,7 @@ def test_wait_for_first_consumer_pv_follows_the_pods_zone(zoned: Running) -> Non
                        fail_if=pod_cannot_run)
         claim = wait_for(ws.kube, "PersistentVolumeClaim", "data", phase_is("Bound"), "Bound", ws.namespace)
         assert pod is not None and claim is not None
-        node = get_raw(zoned.kube, "Node", pod["spec"]["nodeName"])
+        node = kinds.get(zoned.kube, "Node", pod["spec"]["nodeName"])
         pv = ws.get("PersistentVolume", claim["spec"]["volumeName"])
         assert node is not None and pv is not None
         terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
@@ -371,7 +400,7 @@ class Probe:
 
 @contextmanager
 def probe(tmp_path: Path, state_dir: Path, mode: str) -> Iterator[Probe]:
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["pvchaos.plugin"]\n')
+    # no conftest: the plugin loads through its entry point, as in any user's project
     (tmp_path / "test_probe.py").write_text(PROBE_TEST)
     log = tmp_path / "pytest.log"
     env = dict(os.environ, PVCHAOS_STATE_DIR=str(state_dir), PROBE_OUT=str(tmp_path / "state-copy.json"),
@@ -510,7 +539,7 @@ def test_cli_cluster_up_list_down(own_state_dir: Path) -> None:
         assert all(pid_alive(p, str(directory)) for p in pids.values())  # outlived the CLI
         kube = connect(directory / "kubeconfig")
         try:
-            zones = {zone_of(n) for n in list_raw(kube, "Node")[0]}
+            zones = {zone_of(n) for n in kinds.list_objects(kube, "Node")[0]}
         finally:
             kube.api.close()
         assert zones == {"zone-a", "zone-b"}
@@ -555,15 +584,15 @@ def test_two_clusters_side_by_side() -> None:
         assert left.state is not None and right.state is not None
         assert not set(left.state.ports.values()) & set(right.state.ports.values())
         try:
-            create_raw(kubes[0], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "only-left"}})
-            assert get_raw(kubes[0], "Node", "zone-a-1") is not None
+            kinds.create(kubes[0], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "only-left"}})
+            assert kinds.get(kubes[0], "Node", "zone-a-1") is not None
             kubes[0].core.read_namespace("only-left")
             with pytest.raises(ApiException) as missing:  # separate etcds
                 kubes[1].core.read_namespace("only-left")
             assert missing.value.status == 404
             for k in kubes:
                 assert k.version.get_code().git_version == DEFAULT_K8S_VERSION
-                assert [condition(n, "Ready") for n in list_raw(k, "Node")[0]] == ["True", "True"]
+                assert [condition(n, "Ready") for n in kinds.list_objects(k, "Node")[0]] == ["True", "True"]
         finally:
             for k in kubes:
                 k.api.close()

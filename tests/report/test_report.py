@@ -27,8 +27,12 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = REPO / ".venv" / "bin" / "python"
 
 TOPOLOGY = '''
+import os
+
 import allure
 import pytest
+
+from pvchaos.kit import measure
 
 
 @pytest.fixture
@@ -38,7 +42,12 @@ def broken_fixture():
 
 def test_recovers():
     allure.dynamic.parameter("backend", "local", excluded=True)
-    allure.dynamic.parameter("recovery seconds", "12.5")
+    measure.seconds("recovery seconds", float(os.environ.get("SAMPLE_SECONDS", "12.5")))
+
+
+def test_recorded_wrongly():
+    """The negative control: a timing as an ordinary parameter changes the test's identity."""
+    allure.dynamic.parameter("recovery seconds", os.environ.get("SAMPLE_SECONDS", "12.5"))
 
 
 def test_wrong_zone():
@@ -54,15 +63,8 @@ def test_node_failure():
 '''
 
 RACES = '''
-import allure
-
-
-class ExpectationFailed(Exception):
-    pass
-
-
-class WaitTimeout(Exception):
-    pass
+from kube.errors import ApiUnreachable, ConditionNotReached, ExpectationFailed
+from pvchaos.kit import measure
 
 
 def test_expectation():
@@ -70,22 +72,27 @@ def test_expectation():
 
 
 def test_wait():
-    raise WaitTimeout("pod web-0 not Running within 60s; last phase Pending")
+    raise ConditionNotReached("timed out after 60s waiting for Pod web-0: phase Running; last phase Pending")
+
+
+def test_api_down():
+    raise ApiUnreachable("API server stopped answering while waiting 60s for Pod web-0")
 
 
 def test_race():
-    allure.dynamic.parameter("race window seconds", 0.25)
+    measure.seconds("race window seconds", 0.25, digits=2)
 '''
 
 ENV = {"backend": "local", "kubernetes": "v1.34.1", "run id": "test:1"}
 
 
-def _run_sample(project: Path, results: Path) -> None:
+def _run_sample(project: Path, results: Path, seconds: str = "12.5") -> None:
     """Run the sample project under pytest + allure-pytest, as `pvchaos run` does."""
     (project / "suites").mkdir(exist_ok=True)
     (project / "suites" / "test_topology.py").write_text(TOPOLOGY)
     (project / "suites" / "test_races.py").write_text(RACES)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "ALLURE_"))}
+    env["SAMPLE_SECONDS"] = seconds
     python = str(PYTHON if PYTHON.exists() else sys.executable)
     proc = subprocess.run(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--alluredir", str(results),
@@ -112,8 +119,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("built")
     (root / "project").mkdir()
     reports = root / "reports"
-    for _ in range(2):
-        _run_sample(root / "project", reports / "allure-results")
+    for seconds in ("12.5", "31.0"):  # two runs whose timings differ, as real runs' do
+        _run_sample(root / "project", reports / "allure-results", seconds)
         report.build_report(reports, ENV)
     return reports
 
@@ -128,26 +135,58 @@ def test_environment_properties_escape_keys(tmp_path: Path) -> None:
 def test_categories_file_names_every_category(tmp_path: Path) -> None:
     data = json.loads(report.write_categories(tmp_path).read_text())
     names = {c["name"] for c in data}
-    assert names == {"Product failures", "Harness errors", "Infrastructure timeouts",
+    assert names == {"Product failures", "Harness errors", "Infrastructure errors",
                      "Skipped for capability"}
+
+
+def test_categories_come_from_the_declared_exception_classes() -> None:
+    """A wait that ran out while the API answered is a product failure; only an unreachable
+    API server (or a cluster that could not start) is infrastructure."""
+    assert "ConditionNotReached" in report.PRODUCT_ERRORS and "WaitTimeout" in report.PRODUCT_ERRORS
+    assert {"ApiUnreachable", "ClusterError", "PollTimeout"} <= set(report.INFRA_ERRORS)
+    assert not set(report.PRODUCT_ERRORS) & set(report.INFRA_ERRORS)
+
+
+def _history_ids(results: Path) -> dict[str, tuple[str, list[str]]]:
+    """test name -> (historyId, parameter values) from allure-pytest's result files."""
+    out = {}
+    for path in results.glob("*-result.json"):
+        res = json.loads(path.read_text())
+        out[res["name"]] = (res["historyId"], [str(p.get("value")) for p in res.get("parameters") or []])
+    return out
+
+
+def test_measurements_keep_history_across_runs(tmp_path: Path) -> None:
+    """Two real runs with different timings: a timing recorded through pvchaos.kit.measure
+    leaves the test's historyId alone (one trend line per test); the same timing as an
+    ordinary parameter gives a new identity each run (the check can fail)."""
+    (tmp_path / "project").mkdir()
+    _run_sample(tmp_path / "project", tmp_path / "one", seconds="12.5")
+    _run_sample(tmp_path / "project", tmp_path / "two", seconds="48.0")
+    one, two = _history_ids(tmp_path / "one"), _history_ids(tmp_path / "two")
+    assert one["test_recovers"][1] != two["test_recovers"][1]  # the timings differ...
+    assert one["test_recovers"][0] == two["test_recovers"][0]  # ...the identity does not
+    assert one["test_recorded_wrongly"][0] != two["test_recorded_wrongly"][0]
+    stable = {name for name in one if one[name][0] == two[name][0]}
+    assert stable == set(one) - {"test_recorded_wrongly"}
 
 
 def test_summary_counts_and_timings(sample: Path) -> None:
     rows = {r.suite: r for r in report.summarize(sample / "allure-results")}
     topology, races = rows["test_topology"], rows["test_races"]
-    assert (topology.passed, topology.failed, topology.broken, topology.skipped) == (1, 1, 1, 1)
-    assert (races.passed, races.failed, races.broken, races.skipped) == (1, 0, 2, 0)
-    assert topology.times("recovery") == [12.5]
+    assert (topology.passed, topology.failed, topology.broken, topology.skipped) == (2, 1, 1, 1)
+    assert (races.passed, races.failed, races.broken, races.skipped) == (1, 2, 1, 0)
+    assert topology.times("recovery") == [12.5, 12.5]
     assert races.times("race") == [0.25]
     table = report.format_summary(list(rows.values()))
     assert "12.5" in table and "0.25" in table
-    assert table.splitlines()[-1].split()[:5] == ["total", "2", "1", "3", "1"]
+    assert table.splitlines()[-1].split()[:5] == ["total", "3", "3", "2", "1"]
 
 
 def test_summary_md_is_a_markdown_table(sample: Path, tmp_path: Path) -> None:
     path = report.write_summary_md(tmp_path, report.summarize(sample / "allure-results"))
     text = path.read_text()
-    assert re.search(r"\| test_topology \| 1 \| 1 \| 1 \| 1 \| [\d.]+ \| 12\.5 \| - \|", text), text
+    assert re.search(r"\| test_topology \| 2 \| 1 \| 1 \| 1 \| [\d.]+ \| 12\.5, 12\.5 \| - \|", text), text
 
 
 def test_restore_history_falls_back_to_last_report(tmp_path: Path) -> None:
@@ -174,16 +213,16 @@ def test_cli_error_is_one_line_without_node(tmp_path: Path, monkeypatch: pytest.
 def test_categories_classify_results(built: Path) -> None:
     cats = report.read_report_json(built / "html", "widgets/categories.json")["items"]
     counts = {c["name"]: c["statistic"] for c in cats}
-    assert counts["Product failures"]["total"] == 2  # the assertion and ExpectationFailed
+    assert counts["Product failures"]["total"] == 3  # the assertion, ExpectationFailed, ConditionNotReached
     assert counts["Harness errors"] == {**counts["Harness errors"], "broken": 1, "total": 1}
-    assert counts["Infrastructure timeouts"]["total"] == 1
+    assert counts["Infrastructure errors"]["total"] == 1
     assert counts["Skipped for capability"]["skipped"] == 1
     tree = report.read_report_json(built / "html", "data/categories.json")
     members = {c["name"]: {t["name"] for g in c["children"] for t in g["children"]}
                for c in tree["children"]}
-    assert members["Product failures"] == {"test_wrong_zone", "test_expectation"}
+    assert members["Product failures"] == {"test_wrong_zone", "test_expectation", "test_wait"}
     assert members["Harness errors"] == {"test_harness_error"}
-    assert members["Infrastructure timeouts"] == {"test_wait"}
+    assert members["Infrastructure errors"] == {"test_api_down"}
 
 
 @pytest.mark.slow
@@ -196,10 +235,21 @@ def test_environment_shows(built: Path) -> None:
 def test_history_kept_across_runs(built: Path) -> None:
     trend = report.read_report_json(built / "html", "widgets/history-trend.json")
     assert len(trend) == 2
-    assert trend[0]["data"]["total"] == 7
+    assert trend[0]["data"]["total"] == 9
     assert len((built / "history" / "history.jsonl").read_text().splitlines()) == 2
     assert (built / "html" / "history" / "history.jsonl").is_file()
-    assert "Product failures 2" in (built / "summary.md").read_text()
+    assert "Product failures 3" in (built / "summary.md").read_text()
+
+
+@pytest.mark.slow
+def test_history_has_one_line_per_test(built: Path) -> None:
+    """After two runs with different timings, every test but the negative control has the
+    same historyId in both history entries: one trend line per test in the report."""
+    runs = [json.loads(line)["testResults"] for line in (built / "history" / "history.jsonl").read_text().splitlines()]
+    names = [{r["name"]: hid for hid, r in run.items()} for run in runs]
+    assert len(runs) == 2 and set(names[0]) == set(names[1])
+    same = {n for n in names[0] if names[0][n] == names[1][n]}
+    assert same == set(names[0]) - {"test_recorded_wrongly"}, same
 
 
 @pytest.mark.slow

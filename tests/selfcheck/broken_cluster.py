@@ -17,22 +17,20 @@ Breakages (what a real cluster gets wrong, made on purpose):
   crashed would: starting it with `provisioner=False` instead would make the dynamic
   tests skip ("backend local: no dynamic-zonal"), which proves nothing.
 
-The pvchaos plugin is not changed: the plugin wraps `ClusterPool._local_config` and
-`LocalCluster.up` for the life of the pytest process.
+The pvchaos plugin is not changed: this plugin implements its hooks
+(`pytest_pvchaos_local_config`, `pytest_pvchaos_cluster_started`, pvchaos/plugin/hookspecs.py).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
 from clusters.backend import ClusterHandle
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
-from pvchaos.provider import ClusterPool, ClusterRequest
 
 BREAK_ENV = "PVCHAOS_BREAK"
 PV_BINDER = "persistentvolume-binder-controller"  # kube-controller-manager 1.35 --controllers name
@@ -42,9 +40,6 @@ BREAKAGES: dict[str, str] = {
     "pv-binder": f"kube-controller-manager without {PV_BINDER}",
     "provisioner": "test provisioner stopped after cluster start",
 }
-
-_PATCH_KEY = pytest.StashKey[pytest.MonkeyPatch]()
-
 
 def breakage() -> str | None:
     """The breakage asked for in the environment; a typo is a usage error, not a no-op."""
@@ -67,31 +62,17 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    breakage()  # a typo in PVCHAOS_BREAK stops the run before anything starts
+
+
+def pytest_pvchaos_local_config(config: pytest.Config, cluster_config: LocalClusterConfig) -> LocalClusterConfig | None:
     what = breakage()
-    if what is None:
-        return
-    mp = pytest.MonkeyPatch()
-    config.stash[_PATCH_KEY] = mp
-    original_config = ClusterPool._local_config
-    original_up = LocalCluster.up
-
-    def local_config(self: ClusterPool, request: ClusterRequest) -> LocalClusterConfig:
-        return break_config(original_config(self, request), what)
-
-    def up(self: LocalCluster, *args: Any, **kwargs: Any) -> ClusterHandle:
-        handle = original_up(self, *args, **kwargs)
-        if what == "provisioner" and self.cfg.provisioner:
-            self.stop_component("provisioner")
-        return handle
-
-    mp.setattr(ClusterPool, "_local_config", local_config)
-    mp.setattr(LocalCluster, "up", up)
+    return break_config(cluster_config, what) if what else None
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    mp = config.stash.get(_PATCH_KEY, None)
-    if mp is not None:
-        mp.undo()
+def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, handle: ClusterHandle) -> None:
+    if breakage() == "provisioner" and local.cfg.provisioner:
+        local.stop_component("provisioner")
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -26,28 +26,28 @@ CONTROLLERS = {"node-lifecycle": "node-lifecycle-controller", "taint-eviction": 
 BLOG_TABLE = {35: {"pv phase": "Available", "claimRef": "cleared", "claim phase": "Pending", "running pod": "kept"}}
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def _what() -> str:
     what = os.environ.get(ENV, "")
-    if not what:
-        return
-    if what not in (*CONTROLLERS, "wrong-mutation-table"):
+    if what and what not in (*CONTROLLERS, "wrong-mutation-table"):
         raise pytest.UsageError(f"{ENV}={what!r}: use one of {', '.join((*CONTROLLERS, 'wrong-mutation-table'))}")
-    mp = pytest.MonkeyPatch()
-    if what == "wrong-mutation-table":
+    return what
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _what() == "wrong-mutation-table":  # the oracle's data, not the plugin: patched for this process
+        mp = pytest.MonkeyPatch()
         mp.setattr(expectations, "AFTER_PV_AFFINITY_MUTATION", BLOG_TABLE)
+
+
+def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, handle: ClusterHandle) -> None:
+    """Start healthy (node-lifecycle must lift the start-up not-ready taints), then
+    restart kube-controller-manager without the controller: it dies mid-life."""
+    what = _what()
+    if what not in CONTROLLERS:
         return
-    original_up = LocalCluster.up
-
-    def up_then_break(self: LocalCluster) -> ClusterHandle:
-        """Start healthy (node-lifecycle must lift the start-up not-ready taints), then
-        restart kube-controller-manager without the controller: it dies mid-life."""
-        handle = original_up(self)
-        assert self.state is not None
-        self.stop_component("kube-controller-manager")
-        rec = self.state.processes["kube-controller-manager"]
-        argv = tuple(f"{a},-{CONTROLLERS[what]}" if a.startswith("--controllers=") else a for a in rec.argv)
-        self.state.processes["kube-controller-manager"] = replace(rec, argv=argv)
-        self.start_component("kube-controller-manager")
-        return handle
-
-    mp.setattr(LocalCluster, "up", up_then_break)
+    assert local.state is not None
+    local.stop_component("kube-controller-manager")
+    rec = local.state.processes["kube-controller-manager"]
+    argv = tuple(f"{a},-{CONTROLLERS[what]}" if a.startswith("--controllers=") else a for a in rec.argv)
+    local.state.processes["kube-controller-manager"] = replace(rec, argv=argv)
+    local.start_component("kube-controller-manager")

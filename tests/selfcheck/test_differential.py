@@ -35,10 +35,11 @@ from chaos.labels import set_node_labels
 from clusters.topology import HOSTNAME_KEY, ZONE_KEY
 from conformance import messages
 from conformance.affinity import node_matches_pv_affinity
-from pvchaos import builders as b
-from pvchaos.resources import Obj, list_raw
-from pvchaos.waiting import State, wait_for_state
-from pvchaos.workspace import Workspace, create_raw
+from kube import builders as b
+from kube import kinds
+from kube.kinds import Obj
+from kube.wait import State, wait_for_state
+from pvchaos.kit.workspace import Workspace
 
 pytestmark = [
     allure.epic("Self-verification"),
@@ -169,13 +170,13 @@ def _relabel(ws: Workspace, rng: Random, nodes: list[Obj], round_value: str) -> 
     for node in nodes:
         set_node_labels(ws.cleanup, ws.kube, node["metadata"]["name"],
                         {**random_node_labels(rng), ROUND_KEY: round_value})
-    return {n["metadata"]["name"]: n for n in sorted(list_raw(ws.kube, "Node")[0], key=lambda n: n["metadata"]["name"])}
+    return {n["metadata"]["name"]: n for n in sorted(kinds.list_objects(ws.kube, "Node")[0], key=lambda n: n["metadata"]["name"])}
 
 
 def _create_all(ws: Workspace, objs: list[Obj]) -> None:
     """Create many pods at once; the API server is the bottleneck, not the order."""
     with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lambda o: create_raw(ws.kube, o, ws.namespace), objs))
+        list(pool.map(lambda o: kinds.create(ws.kube, o, ws.namespace), objs))
 
 
 def _all_decided(expected: int) -> Callable[[State], dict[str, Obj] | None]:
@@ -211,7 +212,7 @@ def _pinned_pod(name: str, node: Obj, labels: dict[str, str], claim: str | None 
 def run_round(ws: Workspace, rng: Random, r: int, cases: int) -> list[Verdicts]:
     """Relabel, create the cases, schedule one pinned pod per (case, node), compare."""
     round_value = f"r{r}"
-    before = sorted(list_raw(ws.kube, "Node")[0], key=lambda n: n["metadata"]["name"])
+    before = sorted(kinds.list_objects(ws.kube, "Node")[0], key=lambda n: n["metadata"]["name"])
     nodes = _relabel(ws, rng, before, round_value)
     hostnames = [_hostname(n) for n in nodes.values()]
     zones = sorted({(n["metadata"].get("labels") or {}).get(ZONE_KEY, "") for n in nodes.values()} - {""})

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LEAKY = '''
 import pytest
 from chaos import labels
+from kube import kinds
 
 @pytest.mark.disruptive
 def test_forgets_to_restore_a_node(ws):
@@ -22,8 +23,8 @@ def test_forgets_to_restore_a_node(ws):
 
 @pytest.mark.disruptive
 def test_forgets_to_restore_a_label(ws):
-    from pvchaos.workspace import patch_raw
-    patch_raw(ws.kube, "Node", "zone-b-1", {"metadata": {"labels": {"storage": "gold"}}})
+
+    kinds.patch(ws.kube, "Node", "zone-b-1", {"metadata": {"labels": {"storage": "gold"}}})
 
 @pytest.mark.disruptive
 def test_restores_properly(ws):
@@ -36,7 +37,7 @@ def test_leaked_faults_fail_at_teardown(tmp_path: Path) -> None:
     (tmp_path / "test_leaky.py").write_text(LEAKY)
     env = dict(os.environ, PVCHAOS_STATE_DIR=str(tmp_path / "state"))
     done = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_leaky.py"), "-p", "no:cacheprovider",
-                           "-p", "pvchaos.plugin", "-q", "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")],
+                           "-q", "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     out = done.stdout + done.stderr
     assert done.returncode == 1, out[-3000:]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import os
 import subprocess
 import sys
@@ -9,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from clusters import options
 from pvchaos import runner
+from pvchaos.cli import parser as cli_parser
 from pvchaos.runner import RunRequest, UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,3 +80,30 @@ def test_single_cluster_backends_run_one_worker(tmp_path: Path) -> None:
     assert argv[argv.index("-n") + 1] == "1"
     with pytest.raises(UsageError, match="one cluster"):
         runner.validate(RunRequest(backend="kind", workers="2", report_dir=tmp_path))
+
+
+def test_options_round_trip_through_the_pytest_argv(tmp_path: Path) -> None:
+    """One schema: what `pvchaos run` was told reaches the plugin unchanged."""
+    sent = runner.RunRequest(zones="zone-x,zone-y", nodes_per_zone=3, feature_gates="A=true", keep_cluster=True,
+                             allow_disruptive=True, allow_contexts=("lab", "ci"), profile="p.yaml",
+                             kubeconfig="kc", context="ctx", k8s_version="v1.36.3", report_dir=tmp_path)
+    parser = argparse.ArgumentParser()
+    options.add_options(parser.add_argument, pytest_side=True)
+    parsed, _ = parser.parse_known_args(runner.pytest_argv(sent)[3:])
+    got = options.from_values(vars(parsed).get, pytest_side=True)
+    for f in dataclasses.fields(options.Options):
+        if f.metadata.get("pytest"):
+            assert getattr(got, f.name) == getattr(sent, f.name), f.name
+
+
+def test_run_command_line_has_every_option() -> None:
+    args = cli_parser().parse_args(["run", "--zones", "zone-a,zone-b", "--suites", "reclaim,spreading",
+                                    "--allow-context", "lab", "--", "--maxfail=1"])
+    got = options.from_values(vars(args).get, pytest_side=False)
+    assert (got.zones, got.suites, got.allow_contexts, got.pytest_args) == (
+        "zone-a,zone-b", ("reclaim", "spreading"), ("lab",), ("--maxfail=1",))
+
+
+def test_report_environment_names_the_zones_asked_for(tmp_path: Path) -> None:
+    env = runner.environment(runner.RunRequest(zones="east,west", report_dir=tmp_path))
+    assert env["zones"] == "east,west"

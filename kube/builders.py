@@ -6,12 +6,26 @@ keep every test's objects the same shape, so evidence and oracle read them alike
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clusters.topology import HOSTNAME_KEY, ZONE_KEY
+from kube.objects import HOSTNAME_KEY, UNREACHABLE, ZONE_KEY
 
 Obj = dict[str, Any]
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+UNSET = object()  # "leave the field out", as opposed to "" or None
+
+
+def _meta(name: str, labels: Mapping[str, str] | None, annotations: Mapping[str, str] | None = None) -> Obj:
+    meta: Obj = {"name": name, "labels": dict(labels or {})}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return meta
+
+
+def allowed_topologies(by_key: Mapping[str, Sequence[str]]) -> list[Obj]:
+    """A StorageClass's allowedTopologies: one term requiring each key to take one of its values."""
+    return [{"matchLabelExpressions": [{"key": k, "values": list(v)} for k, v in by_key.items()]}] if by_key else []
 
 
 def node_selector_terms(*terms: list[tuple[str, str, list[str]]]) -> Obj:
@@ -36,15 +50,20 @@ def hostname_affinity(hostname: str) -> Obj:
 
 
 def storage_class(name: str, provisioner: str, binding_mode: str = "WaitForFirstConsumer",
-                  reclaim: str = "Delete", allowed_zones: list[str] | None = None,
-                  labels: dict[str, str] | None = None) -> Obj:
+                  reclaim: str = "Delete", allowed_zones: Sequence[str] | None = None,
+                  labels: dict[str, str] | None = None, parameters: Mapping[str, str] | None = None,
+                  topologies: Mapping[str, Sequence[str]] | None = None) -> Obj:
+    """A StorageClass. `allowed_zones` limits the zone key; `topologies` any other keys
+    (e.g. {"topology.kubernetes.io/region": ["r1"]}); `parameters` go to the provisioner."""
     sc: Obj = {
-        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-        "metadata": {"name": name, "labels": dict(labels or {})},
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": _meta(name, labels),
         "provisioner": provisioner, "volumeBindingMode": binding_mode, "reclaimPolicy": reclaim,
     }
-    if allowed_zones:
-        sc["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE_KEY, "values": list(allowed_zones)}]}]
+    if parameters:
+        sc["parameters"] = dict(parameters)
+    keys = {**({ZONE_KEY: list(allowed_zones)} if allowed_zones else {}), **(topologies or {})}
+    if keys:
+        sc["allowedTopologies"] = allowed_topologies(keys)
     return sc
 
 
@@ -60,10 +79,39 @@ def mountable(pv: Obj, root: str) -> Obj:
     return {**pv, "spec": {**rest, "hostPath": {"path": f"{root}/{name}", "type": "DirectoryOrCreate"}}}
 
 
+def csi_driver(name: str, storage_capacity: bool = False, attach_required: bool = False,
+               labels: dict[str, str] | None = None) -> Obj:
+    """A CSIDriver object; `storage_capacity` makes the scheduler consult CSIStorageCapacity."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": _meta(name, labels),
+            "spec": {"attachRequired": attach_required, "podInfoOnMount": False,
+                     "storageCapacity": storage_capacity}}
+
+
+def csi_storage_capacity(name: str, storage_class: str, capacity: str | None,
+                         topology: Mapping[str, str] | None = None, maximum_volume_size: str | None = None,
+                         labels: dict[str, str] | None = None) -> Obj:
+    """What a CSI driver publishes: `capacity` of `storage_class` available on the nodes
+    whose labels match `topology` (None: no segment, capacity everywhere unknown)."""
+    obj: Obj = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity", "metadata": _meta(name, labels),
+                "storageClassName": storage_class}
+    if topology is not None:
+        obj["nodeTopology"] = {"matchLabels": dict(topology)}
+    if capacity is not None:
+        obj["capacity"] = capacity
+    if maximum_volume_size is not None:
+        obj["maximumVolumeSize"] = maximum_volume_size
+    return obj
+
+
+def unreachable_toleration(seconds: int) -> Obj:
+    """Tolerate the node-lifecycle controller's unreachable NoExecute taint for `seconds`."""
+    return {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}
+
+
 def persistent_volume(name: str, capacity: str, storage_class: str = "", access_modes: tuple[str, ...] = ("ReadWriteOnce",),
                       volume_mode: str | None = None, reclaim: str = "Retain", affinity: Obj | None = None,
                       labels: dict[str, str] | None = None, local_path: str | None = None,
-                      claim_ref: tuple[str, str] | None = None) -> Obj:
+                      claim_ref: tuple[str, str] | None = None, annotations: Mapping[str, str] | None = None) -> Obj:
     """A static PV. `local_path` makes a `local` volume (which upstream requires to carry
     node affinity); otherwise a CSI volume of a driver that needs no attach."""
     source: Obj = ({"local": {"path": local_path}} if local_path
@@ -81,17 +129,13 @@ def persistent_volume(name: str, capacity: str, storage_class: str = "", access_
         spec["nodeAffinity"] = affinity
     if claim_ref:
         spec["claimRef"] = {"namespace": claim_ref[0], "name": claim_ref[1]}
-    return {"apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
-
-
-UNSET = object()
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": _meta(name, labels, annotations), "spec": spec}
 
 
 def persistent_volume_claim(name: str, request: str, storage_class: Any = UNSET,
                             access_modes: tuple[str, ...] = ("ReadWriteOnce",), volume_mode: str | None = None,
                             selector: Obj | None = None, volume_name: str | None = None,
-                            labels: dict[str, str] | None = None) -> Obj:
+                            labels: dict[str, str] | None = None, annotations: Mapping[str, str] | None = None) -> Obj:
     """`storage_class=UNSET` leaves the field out (default class); "" asks for class-less PVs."""
     spec: Obj = {"accessModes": list(access_modes), "resources": {"requests": {"storage": request}}}
     if storage_class is not UNSET:
@@ -102,14 +146,14 @@ def persistent_volume_claim(name: str, request: str, storage_class: Any = UNSET,
         spec["selector"] = selector
     if volume_name:
         spec["volumeName"] = volume_name
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(name, labels, annotations),
+            "spec": spec}
 
 
 def pod(name: str, claims: tuple[str, ...] = (), node_selector: dict[str, str] | None = None,
         node_affinity: Obj | None = None, tolerations: list[Obj] | None = None, labels: dict[str, str] | None = None,
         requests: dict[str, str] | None = None, node_name: str | None = None,
-        extra_spec: Obj | None = None) -> Obj:
+        extra_spec: Obj | None = None, annotations: Mapping[str, str] | None = None) -> Obj:
     """A pause pod mounting each claim. KWOK runs it without looking at the volumes;
     the scheduler still requires bound claims and matching PV affinity."""
     container: Obj = {"name": "app", "image": PAUSE_IMAGE}
@@ -131,7 +175,7 @@ def pod(name: str, claims: tuple[str, ...] = (), node_selector: dict[str, str] |
     if node_name:
         spec["nodeName"] = node_name
     spec.update(extra_spec or {})
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(name, labels, annotations), "spec": spec}
 
 
 def statefulset(name: str, replicas: int, storage_class: str, request: str = "1Gi",

@@ -10,7 +10,7 @@ import yaml
 
 from clusters.backend import Capability
 from clusters.topology import Topology
-from pvchaos.profiles import (
+from drivers.profile import (
     ProfileError, check_against_cluster, effective_capabilities, harness_capabilities, load_profile,
     parse_profile, skip_reason,
 )

@@ -372,18 +372,23 @@ def effective_capabilities(backend: Iterable[str], profile: DriverProfile) -> fr
     return (backend - DRIVER_GATED) | (backend & driver) | (driver & driver_only)
 
 
-def skip_reason(profile: DriverProfile, needed_capability: str) -> str | None:
-    """Why a suite needing `needed_capability` skips with this driver; None if it may run."""
+def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str, str] | None:
+    """(the capability word to report, the profile field that decides it) when a suite
+    needing `needed_capability` cannot run with this driver; None if it may run."""
     need = _missing(profile, needed_capability)
     if need is None:
         return None
-    head = f"driver {profile.name}: no {needed_capability}"
+    word = "topology" if needed_capability == Capability.ZONES and need == "topology" else needed_capability
     if need == "dynamic":
-        return f"{head} (profile sets no StorageClass.FromName, FromExistingClassName or FromFile)"
+        return word, "profile sets no StorageClass.FromName, FromExistingClassName or FromFile"
     if need == "TopologyKeys":
-        return f"{head} (profile lists no DriverInfo.TopologyKeys)"
-    if needed_capability == Capability.ZONES and need == "topology":
-        head = f"driver {profile.name}: no topology"
+        return word, "profile lists no DriverInfo.TopologyKeys"
     if need in profile.capabilities:
-        return f"{head} (profile capability {need}={str(profile.capabilities[need]).lower()})"
-    return f"{head} (profile capability {need} unset, read as false)"
+        return word, f"profile capability {need}={str(profile.capabilities[need]).lower()}"
+    return word, f"profile capability {need} unset, read as false"
+
+
+def skip_reason(profile: DriverProfile, needed_capability: str) -> str | None:
+    """Why a suite needing `needed_capability` skips with this driver; None if it may run."""
+    reason = missing_reason(profile, needed_capability)
+    return None if reason is None else f"driver {profile.name}: no {reason[0]} ({reason[1]})"

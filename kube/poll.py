@@ -1,6 +1,6 @@
 """Bounded polling for things that cannot be watched (a process's /readyz, a port).
 
-Kubernetes objects are awaited by `pvchaos.waiting` with watches; this is only for
+Kubernetes objects are awaited by `kube.wait` with watches; this is only for
 process-level readiness, and it shares tenacity as the bound.
 """
 
@@ -11,11 +11,10 @@ from typing import TypeVar
 
 import tenacity
 
+from kube.errors import PollTimeout
+
 T = TypeVar("T")
-
-
-class PollTimeout(TimeoutError):
-    """The condition did not hold in time; the message says what was last seen."""
+__all__ = ["PollTimeout", "poll_until"]
 
 
 def poll_until(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05,

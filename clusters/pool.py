@@ -14,33 +14,32 @@ they cannot provide, with the reason.
 
 from __future__ import annotations
 
-import atexit
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusters.backend import ClusterError, ClusterHandle
-from clusters.local.cluster import LocalCluster
+from clusters.existing import ExistingBackend
+from clusters.kind import KindBackend
+from clusters.local.cluster import LocalCluster, local_capabilities
 from clusters.local.config import LocalClusterConfig, parse_feature_gates
+from clusters.options import Options
 from clusters.topology import Topology
-from pvchaos import naming
+from kube import naming
+from tools.versions import DEFAULT_K8S_VERSION
+
+Teardown = Callable[[], None]  # downs a cluster this pool started
+Configure = Callable[[LocalClusterConfig], LocalClusterConfig]  # last word on a local cluster's configuration
+Started = Callable[[LocalCluster, ClusterHandle], None]  # told of every local cluster once it is up
 
 
-@dataclass(frozen=True)
-class Options:
-    """The command-line options that shape clusters."""
+def _same(cfg: LocalClusterConfig) -> LocalClusterConfig:
+    return cfg
 
-    backend: str = "local"
-    k8s_version: str = ""
-    zones: str = "3"
-    nodes_per_zone: int = 2
-    feature_gates: str = ""
-    kubeconfig: str | None = None
-    context: str | None = None
-    allow_disruptive: bool = False
-    allow_contexts: tuple[str, ...] = ()
-    keep_cluster: bool = False
-    profile: str | None = None
+
+def _nothing(local: LocalCluster, handle: ClusterHandle) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -80,26 +79,14 @@ class ClusterPool:
     """The clusters of one worker process."""
 
     options: Options
-    _shared: dict[ClusterRequest, tuple[Any, ClusterHandle]] = field(default_factory=dict)
+    configure: Configure = _same  # the plugin routes these to its hooks (pvchaos.plugin.hookspecs)
+    started: Started = _nothing
+    _shared: dict[ClusterRequest, tuple[LocalCluster, ClusterHandle]] = field(default_factory=dict)
     _external: ClusterHandle | None = None
-    _external_owner: Any = None  # a backend that created its cluster (kind) and must delete it
-
-    def __post_init__(self) -> None:
-        atexit.register(self.close)
-        self._profile: Any = None
-
-    def profile(self) -> Any:
-        """The driver profile of this run (pvchaos.profiles.DriverProfile), read once."""
-        if self.options.profile and self._profile is None:
-            from pvchaos.profiles import load_profile
-
-            self._profile = load_profile(self.options.profile)
-        return self._profile
+    _external_down: Teardown | None = None  # set when the harness created the cluster (kind)
 
     # -- local ----------------------------------------------------------------------------
     def _local_config(self, request: ClusterRequest) -> LocalClusterConfig:
-        from tools.versions import DEFAULT_K8S_VERSION
-
         topo = Topology.parse(self.options.zones, self.options.nodes_per_zone)
         if request.zones is not None or request.nodes_per_zone is not None:
             topo = replace(topo, zones=request.zones or topo.zones,
@@ -117,35 +104,48 @@ class ClusterPool:
         )
         if request.node_monitor_grace_seconds:
             cfg = replace(cfg, node_monitor_grace_seconds=request.node_monitor_grace_seconds)
-        return cfg
+        return self.configure(cfg)
+
+    def _start(self, request: ClusterRequest) -> tuple[LocalCluster, ClusterHandle]:
+        local = LocalCluster(self._local_config(request))
+        handle = local.up()
+        try:
+            self.started(local, handle)
+        except BaseException:
+            local.down()
+            raise
+        return local, handle
+
+    def capabilities(self, request: ClusterRequest) -> frozenset[str]:
+        """What the cluster for this request can do, without starting a new one: a local
+        configuration's are known in advance; an external cluster is reached once, shared."""
+        if self.options.backend == "local":
+            if request in self._shared:
+                return self._shared[request][1].capabilities
+            return local_capabilities(self._local_config(request))
+        return self._external_for(request).capabilities
 
     def shared(self, request: ClusterRequest) -> ClusterHandle:
         """The worker's cluster for this configuration, started on first use."""
         if self.options.backend != "local":
             return self._external_for(request)
         if request not in self._shared:
-            local = LocalCluster(self._local_config(request))
-            self._shared[request] = (local, local.up())
+            self._shared[request] = self._start(request)
         return self._shared[request][1]
 
-    def fresh(self, request: ClusterRequest) -> tuple[ClusterHandle, Any]:
-        """A cluster for one disruptive test; the caller downs it with `release`."""
+    def fresh(self, request: ClusterRequest) -> tuple[ClusterHandle, Teardown | None]:
+        """A cluster for one disruptive test and how to down it (None: not ours to down)."""
         if self.options.backend != "local":
             return self._external_for(request), None
-        local = LocalCluster(self._local_config(request))
-        return local.up(), local
-
-    @staticmethod
-    def release(owner: Any) -> None:
-        if owner is not None:
-            owner.down()
+        local, handle = self._start(request)
+        return handle, local.down
 
     # -- external ---------------------------------------------------------------------------
     def _external_for(self, request: ClusterRequest) -> ClusterHandle:
         if not request.is_default:
-            raise _CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
+            raise CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
         if self._external is None:
-            self._external, self._external_owner = _connect_external(self.options)
+            self._external, self._external_down = _connect_external(self.options)
         return self._external
 
     def close(self) -> None:
@@ -160,35 +160,30 @@ class ClusterPool:
                 local.down()
             except Exception as exc:  # noqa: BLE001 - gathered below
                 errors.append(exc)
-        if self._external_owner is not None and self._external is not None and not self.options.keep_cluster:
-            owner, handle, self._external_owner = self._external_owner, self._external, None
+        if self._external_down is not None and not self.options.keep_cluster:
+            down, self._external_down = self._external_down, None
             try:
-                owner.down(handle)
+                down()
             except Exception as exc:  # noqa: BLE001 - gathered below
                 errors.append(exc)
         if errors:
             raise ExceptionGroup("cluster teardown failed", errors)
 
 
-class _CannotProvide(Exception):
+class CannotProvide(Exception):
     """The backend cannot give this test the cluster it needs: a skip, not a failure."""
 
 
-def _connect_external(options: Options) -> tuple[ClusterHandle, Any]:
-    """The handle, and the backend object when the harness created the cluster (kind)."""
+def _connect_external(options: Options) -> tuple[ClusterHandle, Teardown | None]:
+    """The handle, and how to delete the cluster when the harness created it (kind)."""
     if options.backend == "existing":
-        from clusters.existing import ExistingBackend
-
         if not options.kubeconfig:
             raise ClusterError("backend existing: --kubeconfig is required")
         return ExistingBackend(options.kubeconfig, options.context, options.allow_disruptive,
                                options.allow_contexts).up(), None
     if options.backend == "kind":
-        from clusters.kind import KindBackend
-
         backend = KindBackend.from_options(options, cluster=f"pvchaos-{secrets.token_hex(3)}")
-        return backend.up(), backend
+        handle = backend.up()
+        return handle, lambda: backend.down(handle)
     raise ClusterError(f"unknown backend {options.backend!r}; use local, kind or existing")
 
-
-CannotProvide = _CannotProvide

@@ -4,12 +4,12 @@ and taints it had before the test."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from clusters.backend import ClusterHandle
-from clusters.kube import Kube
-from pvchaos.resources import Obj, list_raw
-from pvchaos.waiting import wait_for_state
+from kube import kinds
+from kube import objects as o
+from kube.client import Kube
+from kube.kinds import Obj
+from kube.wait import State, wait_for_state
 
 NodeState = dict[str, tuple[dict[str, str], list[tuple[str, str, str]]]]
 _CONTROLLER_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
@@ -22,13 +22,8 @@ def _taints(node: Obj) -> list[tuple[str, str, str]]:
 
 def node_state(kube: Kube) -> NodeState:
     """Labels and taints of every node, to compare after the test."""
-    nodes, _ = list_raw(kube, "Node")
+    nodes, _ = kinds.list_objects(kube, "Node")
     return {n["metadata"]["name"]: (dict(n["metadata"].get("labels") or {}), _taints(n)) for n in nodes}
-
-
-def _ready(node: Obj | None) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in ((node or {}).get("status") or {}).get("conditions") or [])
 
 
 def assert_restored(kube: Kube, cluster: ClusterHandle, before: NodeState, timeout: float = 20) -> None:
@@ -37,14 +32,14 @@ def assert_restored(kube: Kube, cluster: ClusterHandle, before: NodeState, timeo
     if stopped:
         raise AssertionError(f"fault left injected: nodes {stopped} still have no heartbeat after cleanup")
 
-    def differences(state: dict[str, Any]) -> list[str]:
+    def differences(state: State) -> list[str]:
         out = []
         for name, (labels, taints) in before.items():
             node = state.get(name)
             if node is None:
                 out.append(f"{name}: deleted")
                 continue
-            if not _ready(node):
+            if o.ready(node) != "True":
                 out.append(f"{name}: not Ready")
             if dict(node["metadata"].get("labels") or {}) != labels:
                 out.append(f"{name}: labels {node['metadata'].get('labels')} != {labels}")
@@ -56,7 +51,7 @@ def assert_restored(kube: Kube, cluster: ClusterHandle, before: NodeState, timeo
 
     last: list[list[str]] = [[]]
 
-    def restored(state: dict[str, Any]) -> bool | None:
+    def restored(state: State) -> bool | None:
         last[0] = differences(state)
         return True if not last[0] else None
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pvchaos.certification import (
-    BehaviourResult, redact, render_certification, results_from_allure, write_allure_summary,
+    MISSING_LABEL, SOURCE_LABEL, BehaviourResult, redact, render_certification, results_from_allure,
+    write_allure_summary,
 )
-from pvchaos.profiles import parse_profile
+from drivers.profile import parse_profile
 
 PROFILE = parse_profile({
     "ShortName": "ex", "StorageClass": {"FromExistingClassName": "gold"},
@@ -25,8 +24,8 @@ RESULTS = [
     BehaviourResult("3.10", "local PVs return to their node", "passed"),
     BehaviourResult("1.2", "gate off rejects a mutation", "failed", "expected 422 | got 200\nsecond line"),
     BehaviourResult("3.2", "allowedTopologies limits provisioning", "skipped",
-                    "driver csi.example.com: no topology (profile capability topology=false)"),
-    BehaviourResult("2.1", "RWX claim binds", "skipped", "backend kind: no rwx"),
+                    "driver csi.example.com: no topology (profile capability topology=false)", "topology"),
+    BehaviourResult("2.1", "RWX claim binds", "skipped", "backend kind: no rwx", "rwx"),
 ]
 
 
@@ -71,7 +70,8 @@ def write_result(d: Path, name: str, **fields) -> None:
 def test_results_from_allure_files(tmp_path: Path) -> None:
     write_result(tmp_path, "a", status="passed", labels=[{"name": "behaviour", "value": "1.1"}])
     write_result(tmp_path, "b", status="broken", statusDetails={"message": "KeyError: x"})
-    write_result(tmp_path, "c", status="skipped", statusDetails={"message": "Skipped: backend kind: no rwx"})
+    write_result(tmp_path, "c", status="skipped", statusDetails={"message": "Skipped: backend kind: no rwx"},
+                 labels=[{"name": MISSING_LABEL, "value": "rwx"}, {"name": SOURCE_LABEL, "value": "backend kind"}])
     write_result(tmp_path, "d1", status="failed", historyId="h-d", stop=1, statusDetails={"message": "flaky"})
     write_result(tmp_path, "d2", status="passed", historyId="h-d", stop=2)
     write_result(tmp_path, "e", status="unknown")
@@ -94,18 +94,32 @@ def test_summary_goes_into_allure_and_is_not_read_back(tmp_path: Path) -> None:
     assert results_from_allure(tmp_path) == results
 
 
-def test_reads_what_allure_pytest_really_writes(tmp_path: Path) -> None:
-    """A tiny session through the real allure-pytest plugin, then read back."""
-    (tmp_path / "test_demo.py").write_text(
-        "import allure, pytest\n"
-        "@allure.label('behaviour', '1.2')\n"
-        "def test_ok():\n    pass\n"
-        "def test_bad():\n    assert 1 == 2, 'expected 422'\n"
-        "def test_skip():\n    pytest.skip('driver d: no topology (profile capability topology=false)')\n")
-    out = tmp_path / "allure-results"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--alluredir={out}",
-                           str(tmp_path / "test_demo.py")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stdout[-2000:]
+def test_reads_what_allure_pytest_really_writes(pytester: pytest.Pytester) -> None:
+    """A tiny session through the real allure-pytest plugin (in-process), then read back.
+    The skip is made by the plugin's own `skip_for` in a fixture, as the `cluster` fixture
+    does: the capability reaches the page through a label, not by parsing the sentence."""
+    pytester.makepyfile(test_demo="""
+        import allure, pytest
+        from clusters.backend import CapabilityMissing
+        from pvchaos.plugin.fixtures import skip_for
+
+        @pytest.fixture
+        def no_topology():
+            skip_for([CapabilityMissing('topology', 'driver d', 'profile capability topology=false')])
+
+        @allure.label('behaviour', '1.2')
+        def test_ok():
+            pass
+
+        def test_bad():
+            assert 1 == 2, 'expected 422'
+
+        def test_skip(no_topology):
+            pass
+    """)
+    out = pytester.path / "allure-results"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--alluredir={out}")
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
     got = {r.title: r for r in results_from_allure(out)}
     assert got["test_ok"].outcome == "passed" and got["test_ok"].behaviour == "1.2"
     assert got["test_bad"].outcome == "failed" and "expected 422" in got["test_bad"].reason

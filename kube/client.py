@@ -13,10 +13,6 @@ from typing import Any
 import urllib3
 from kubernetes import client, config
 
-# Local clusters serve self-signed certificates on loopback; kubeconfigs say so explicitly.
-urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-
-
 @dataclass(frozen=True)
 class Kube:
     """Typed API groups sharing one connection."""
@@ -46,6 +42,8 @@ class Kube:
 
 def connect(kubeconfig: Path | str, context: str | None = None, timeout: float = 10.0) -> Kube:
     """A client for this kubeconfig/context; never reads ~/.kube/config implicitly."""
+    # Local clusters serve self-signed certificates on loopback; kubeconfigs say so explicitly.
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     cfg = client.Configuration()
     config.load_kube_config(config_file=str(kubeconfig), context=context, client_configuration=cfg,
                             persist_config=False)

@@ -3,9 +3,11 @@
 A wait lists the objects, then watches from that resourceVersion, re-evaluating the
 condition on every change, so it returns within milliseconds of the API server
 recording the awaited state. tenacity bounds the whole wait and re-lists after a
-dropped or expired watch. A timeout raises `WaitTimeout` carrying what was expected,
-the last object seen and its recent events; a state that cannot turn good (`fail_if`)
-ends the wait at once with `WaitFailed`.
+dropped or expired watch. A timeout raises `ConditionNotReached` (alias `WaitTimeout`)
+carrying what was expected, the last object seen and its recent events, or
+`ApiUnreachable` when the API server stopped answering (infrastructure, not a verdict);
+a state that cannot turn good (`fail_if`) ends the wait at once with `WaitFailed`.
+`wait_for` returns the object it awaited; `wait_gone` waits for a deletion.
 """
 
 from __future__ import annotations
@@ -17,23 +19,19 @@ from typing import Any, TypeVar
 import tenacity
 import urllib3
 import yaml
-from kubernetes import watch
-from kubernetes.client.exceptions import ApiException
 
-from clusters.kube import Kube
-from pvchaos.resources import Obj, event_lines, events_for, kind, list_raw
+from kube import objects as o
+from kube.client import Kube
+from kube.errors import ApiError, ApiUnreachable, ConditionNotReached, WaitFailed, WaitTimeout
+from kube.kinds import Obj, event_lines, events_for, list_objects, watch_objects
 
 T = TypeVar("T")
 State = dict[str, Obj]
 
 
-class WaitTimeout(AssertionError):
-    """Expected state not reached in time. Subclasses AssertionError: the cluster did
-    not do what Kubernetes promises within the bound, which is a test failure."""
-
-
-class WaitFailed(AssertionError):
-    """The awaited object reached a state from which the expected one cannot follow."""
+__all__ = ["ConditionNotReached", "State", "WaitFailed", "WaitTimeout", "describe", "holds_for", "wait_for",
+           "wait_for_event", "wait_for_state", "wait_gone"]
+_TRANSIENT = (ApiError, urllib3.exceptions.HTTPError)
 
 
 def describe(obj: Obj | None, kube: Kube | None = None, max_events: int = 8) -> str:
@@ -70,7 +68,7 @@ def wait_for_state(
     state: State = {}
 
     def attempt() -> T:
-        items, rv = list_raw(kube, kind_name, namespace, **selectors)
+        items, rv = list_objects(kube, kind_name, namespace, **selectors)
         state.clear()
         state.update({_key(o): o for o in items})
         if (result := _check(state, until, fail_if)) is not None:
@@ -88,18 +86,21 @@ def wait_for_state(
     retrying = tenacity.Retrying(
         stop=tenacity.stop_after_delay(timeout),
         wait=tenacity.wait_fixed(0.2),
-        retry=tenacity.retry_if_exception_type((_NotYet, ApiException, urllib3.exceptions.HTTPError)),
+        retry=tenacity.retry_if_exception_type((_NotYet, *_TRANSIENT)),
         reraise=True,
     )
     try:
         return retrying(attempt)
-    except (_NotYet, ApiException, urllib3.exceptions.HTTPError) as exc:
-        shown = focus(state) if focus else (next(iter(state.values())) if len(state) == 1 else None)
+    except (_NotYet, *_TRANSIENT) as exc:
         where = f" in namespace {namespace}" if namespace else ""
+        if _unreachable(exc):
+            raise ApiUnreachable(f"API server stopped answering while waiting {timeout:.0f}s for {kind_name}{where}: "
+                                 f"{expect} (last error: {_one_line(exc)})") from None
+        shown = focus(state) if focus else (next(iter(state.values())) if len(state) == 1 else None)
         seen = describe(shown, kube) if shown is not None else _summary(state)
-        cause = "" if isinstance(exc, _NotYet) else f" (last error: {exc})"
-        raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {kind_name}{where}: {expect}{cause}\n"
-                          f"last seen:\n{seen}") from None
+        cause = "" if isinstance(exc, _NotYet) else f" (last error: {_one_line(exc)})"
+        raise ConditionNotReached(f"timed out after {timeout:.0f}s waiting for {kind_name}{where}: {expect}{cause}\n"
+                                  f"last seen:\n{seen}") from None
     except _Failed as exc:
         shown = focus(state) if focus else (next(iter(state.values())) if len(state) == 1 else None)
         raise WaitFailed(f"{kind_name}: {exc.reason}; expected: {expect}\nlast seen:\n"
@@ -110,26 +111,39 @@ def wait_for(
     kube: Kube,
     kind_name: str,
     name: str,
-    until: Callable[[Obj | None], bool],
+    until: Callable[[Obj], bool],
     expect: str,
     namespace: str | None = None,
     timeout: float = 60.0,
     fail_if: Callable[[Obj | None], str | None] | None = None,
-) -> Obj | None:
-    """Wait for one named object to satisfy `until` (which may also accept None = gone)."""
+) -> Obj:
+    """Wait for one named object to exist and satisfy `until`; returns it as last seen."""
     key = f"{namespace}/{name}" if namespace else name
 
-    def done(state: State) -> list[Obj | None] | None:
+    def done(state: State) -> Obj | None:
         obj = state.get(key)
-        return [obj] if until(obj) else None
+        return obj if obj is not None and until(obj) else None
 
     def failed(state: State) -> str | None:
         return fail_if(state.get(key)) if fail_if else None
 
-    result = wait_for_state(kube, kind_name, done, f"{key}: {expect}", namespace, timeout,
-                            failed if fail_if else None, focus=lambda s: s.get(key),
-                            field_selector=f"metadata.name={name}")
-    return result[0]
+    return wait_for_state(kube, kind_name, done, f"{key}: {expect}", namespace, timeout,
+                          failed if fail_if else None, focus=lambda s: s.get(key),
+                          field_selector=f"metadata.name={name}")
+
+
+def wait_gone(kube: Kube, kind_name: str, name: str, namespace: str | None = None, timeout: float = 60.0,
+              expect: str = "deleted", terminating: bool = False) -> None:
+    """Wait until the named object no longer exists (or, with `terminating`, is being deleted:
+    with no kubelet an evicted pod stays Terminating)."""
+    key = f"{namespace}/{name}" if namespace else name
+
+    def done(state: State) -> bool | None:
+        obj = state.get(key)
+        return True if obj is None or (terminating and o.terminating(obj)) else None
+
+    wait_for_state(kube, kind_name, done, f"{key}: {expect}", namespace, timeout, focus=lambda s: s.get(key),
+                   field_selector=f"metadata.name={name}")
 
 
 def wait_for_event(kube: Kube, obj: Obj, contains: str | tuple[str, ...], reason: str | None = None,
@@ -151,8 +165,8 @@ def wait_for_event(kube: Kube, obj: Obj, contains: str | tuple[str, ...], reason
         return wait_for_state(kube, "Event", found,
                               f"an event{' ' + reason if reason else ''} containing {' or '.join(map(repr, wanted))}",
                               namespace, timeout, field_selector=f"involvedObject.name={meta.get('name')}")
-    except WaitTimeout as exc:
-        raise WaitTimeout(f"{exc}\nabout:\n{describe(obj, kube)}") from None
+    except ConditionNotReached as exc:
+        raise ConditionNotReached(f"{exc}\nabout:\n{describe(obj, kube)}") from None
 
 
 def holds_for(
@@ -169,7 +183,7 @@ def holds_for(
     deadline = time.monotonic() + seconds
     state: State = {}
     while True:
-        items, rv = list_raw(kube, kind_name, namespace, **selectors)
+        items, rv = list_objects(kube, kind_name, namespace, **selectors)
         state = {_key(o): o for o in items}
         if reason := violation(state):
             raise WaitFailed(f"{what} broke: {reason}\n{_summary(state)}")
@@ -183,7 +197,7 @@ def holds_for(
                                      f"{reason}\nlast seen:\n{describe(obj, kube)}")
                 if time.monotonic() >= deadline:
                     return state
-        except (ApiException, urllib3.exceptions.HTTPError):
+        except _TRANSIENT:
             pass
         if time.monotonic() >= deadline:
             return state
@@ -193,39 +207,41 @@ def _watch_into(state: State, kube: Kube, kind_name: str, namespace: str | None,
                 selectors: dict[str, Any]) -> Iterator[Obj]:
     """Watch from `rv` for about `remaining` seconds, applying each change to `state` and
     yielding the changed object; ends early on a watch error (the caller re-lists)."""
-    k = kind(kind_name)
-    w = watch.Watch()
-    args = (namespace,) if k.namespaced else ()
-    try:
-        for event in w.stream(k.lister(kube), *args, resource_version=rv, deserialize=False,
-                              timeout_seconds=max(1, int(remaining) + 1), allow_watch_bookmarks=False, **selectors):
-            if event["type"] == "ERROR":
-                return
-            obj = event.get("raw_object") or event["object"]
-            obj.setdefault("kind", kind_name)
-            if event["type"] == "DELETED":
-                state.pop(_key(obj), None)
-            else:
-                state[_key(obj)] = obj
-            yield obj
-    finally:
-        w.stop()
+    for kind_of_change, obj in watch_objects(kube, kind_name, namespace, rv, max(1, int(remaining) + 1), **selectors):
+        if kind_of_change == "DELETED":
+            state.pop(_key(obj), None)
+        else:
+            state[_key(obj)] = obj
+        yield obj
 
 
 # ---- common conditions -------------------------------------------------------------------
 
-def phase_is(phase: str) -> Callable[[Obj | None], bool]:
-    return lambda o: o is not None and (o.get("status") or {}).get("phase") == phase
+def phase_is(phase: str) -> Callable[[Obj], bool]:
+    return lambda obj: o.phase(obj) == phase
 
 
-def pod_running(o: Obj | None) -> bool:
-    return o is not None and (o.get("status") or {}).get("phase") == "Running"
+def pod_running(obj: Obj) -> bool:
+    return o.phase(obj) == "Running"
 
 
-def pod_cannot_run(o: Obj | None) -> str | None:
+def pod_cannot_run(obj: Obj | None) -> str | None:
     """A pod that Failed or Succeeded will never turn Running."""
-    phase = (o or {}).get("status", {}).get("phase")
+    phase = o.phase(obj)
     return f"pod reached phase {phase}" if phase in ("Failed", "Succeeded") else None
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A transport failure or a server error, as opposed to an answer about the object."""
+    if isinstance(exc, urllib3.exceptions.HTTPError):
+        return True
+    return isinstance(exc, ApiError) and (not exc.status or exc.status >= 500)
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, ApiError):
+        return f"{exc.status} {exc.reason}"
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
 
 
 def _key(obj: Obj) -> str:
@@ -247,8 +263,7 @@ def _summary(state: State) -> str:
         return "(no matching objects)"
     lines = []
     for key, obj in sorted(state.items())[:20]:
-        status = obj.get("status") or {}
-        lines.append(f"  {key}: phase={status.get('phase')} node={(obj.get('spec') or {}).get('nodeName')}")
+        lines.append(f"  {key}: phase={o.phase(obj)} node={o.node_name(obj)}")
     return "\n".join(lines)
 
 

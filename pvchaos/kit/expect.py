@@ -1,0 +1,206 @@
+"""Observations the suites make again and again, each an Allure step that shows its
+arguments and returns what it saw. All waiting goes through `kube.wait`; a wait returns
+the object it awaited, so no suite writes `assert x is not None` after one.
+
+Two kinds of check: `claim_bound`, `pod_runs`... wait (bounded) for a state; `phase_now`
+and `expect` judge the state as it is now, with the objects as evidence when it is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import allure
+
+from conformance import messages
+from conformance.affinity import node_matches_pv_affinity
+from kube import builders as b
+from kube import objects as o
+from kube.errors import ExpectationFailed, WaitTimeout
+from kube.kinds import Obj
+from kube.wait import State, describe, pod_cannot_run, pod_running, wait_for, wait_for_event, wait_for_state, wait_gone
+from pvchaos.kit.workspace import Workspace
+
+label = o.label  # suites wrote x.label(node, key) before kube.objects existed
+
+
+def expect(condition: bool, message: str, *objects: Obj | None, ws: Workspace | None = None) -> None:
+    """Assert with evidence: the objects involved are shown when the condition fails."""
+    if not condition:
+        shown = "\n---\n".join(describe(obj, ws.kube if ws else None) for obj in objects)
+        raise ExpectationFailed(f"{message}\n{shown}" if objects else message)
+
+
+# ---- claims and volumes ----------------------------------------------------------------
+
+@allure.step("PVC {name} becomes Bound")
+def claim_bound(ws: Workspace, name: str, timeout: float = 60) -> Obj:
+    return wait_for(ws.kube, "PersistentVolumeClaim", name, lambda c: o.phase(c) == "Bound", "phase Bound",
+                    ws.namespace, timeout)
+
+
+def bound_volume(ws: Workspace, claim: str, timeout: float = 60) -> Obj:
+    """The PV a claim is Bound to (waits for the binding)."""
+    pvc = claim_bound(ws, claim, timeout)
+    pv = ws.get("PersistentVolume", pvc["spec"]["volumeName"])
+    expect(pv is not None, f"PVC {claim} names PV {pvc['spec']['volumeName']}, which does not exist", pvc, ws=ws)
+    return pv or {}
+
+
+@allure.step("PV {name} reaches phase {phase}")
+def volume_phase(ws: Workspace, name: str, phase: str, timeout: float = 60) -> Obj:
+    return wait_for(ws.kube, "PersistentVolume", name, lambda v: o.phase(v) == phase, f"phase {phase}", None, timeout)
+
+
+@allure.step("{kind} {name} is in phase {phase} now")
+def phase_now(ws: Workspace, kind: str, name: str, phase: str) -> Obj:
+    """A one-shot check (no waiting): the object exists and is in `phase` at this moment."""
+    obj = ws.get(kind, name)
+    expect(obj is not None and o.phase(obj) == phase,
+           f"{kind} {name} should be {phase} now, is {o.phase(obj) if obj else 'missing'}", obj, ws=ws)
+    return obj or {}
+
+
+@allure.step("PVC {claim} stays Pending: the controller reports {key}")
+def claim_stays_pending(ws: Workspace, claim: str, key: str, **fmt: object) -> Obj:
+    """A negative made observable: the controller's event proves it evaluated the claim
+    and found nothing, then the claim must still be Pending. The controller only judges
+    the PVs it has seen: callers wait for their PVs to be Available (set by the same
+    controller) before creating the claim, else a later binding goes unseen."""
+    event(ws, "PersistentVolumeClaim", claim, key, **fmt)
+    return phase_now(ws, "PersistentVolumeClaim", claim, "Pending")
+
+
+@allure.step("PVC {claim} carries annotation {key}")
+def claim_annotation(ws: Workspace, claim: str, key: str, timeout: float = 60) -> str:
+    """Wait for an annotation on a claim (e.g. volume.kubernetes.io/selected-node); returns its value."""
+    pvc = wait_for(ws.kube, "PersistentVolumeClaim", claim, lambda c: o.annotation(c, key) is not None,
+                   f"annotation {key}", ws.namespace, timeout)
+    return o.annotation(pvc, key) or ""
+
+
+# ---- events ------------------------------------------------------------------------------
+
+@allure.step("{kind} {obj_name} carries an event containing {key}")
+def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60, **fmt: object) -> Obj:
+    """Wait for the version's wording of message `key` in an event about the object."""
+    obj = ws.get(kind, obj_name) or {"kind": kind, "metadata": {"name": obj_name, "namespace": ws.namespace}}
+    obj.setdefault("kind", kind)
+    wanted = messages.expected(key, ws.cluster.minor, **fmt) if ws.cluster.minor else messages.any_of(key, **fmt)
+    return wait_for_event(ws.kube, obj, wanted, reason=messages.REASONS.get(key), timeout=timeout)
+
+
+# ---- pods --------------------------------------------------------------------------------
+
+@allure.step("pod {name} runs")
+def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
+    return wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout, fail_if=pod_cannot_run)
+
+
+@allure.step("pod {name} is scheduled")
+def pod_scheduled(ws: Workspace, name: str, timeout: float = 60) -> Obj:
+    """The scheduler placed the pod (spec.nodeName set), whether or not it runs yet."""
+    return wait_for(ws.kube, "Pod", name, o.scheduled, "scheduled (spec.nodeName set)", ws.namespace, timeout,
+                    fail_if=pod_cannot_run)
+
+
+@allure.step("pod {name} cannot be scheduled: {key}")
+def pod_unschedulable(ws: Workspace, name: str, key: str | None = None, timeout: float = 60) -> Obj:
+    """Wait until the scheduler sets PodScheduled=False with reason Unschedulable (as
+    upstream asserts), failing at once if it places the pod instead. With a message
+    `key`, the FailedScheduling event must carry it too (returned then; else the pod)."""
+    def placed(pod: Obj | None) -> str | None:
+        node = o.node_name(pod)
+        return f"the scheduler placed it on {node}" if node else None
+
+    pod = wait_for(ws.kube, "Pod", name, o.unschedulable, f"Unschedulable ({key or 'PodScheduled=False'})",
+                   ws.namespace, timeout, fail_if=placed)
+    return event(ws, "Pod", name, key, timeout=timeout) if key else pod
+
+
+@allure.step("pod {name} is replaced and Running")
+def pod_replaced(ws: Workspace, name: str, old_uid: str, timeout: float = 60) -> Obj:
+    """A new pod object of the same name (a controller's replacement) reaches Running."""
+    return wait_for(ws.kube, "Pod", name, lambda p: o.uid(p) != old_uid and pod_running(p),
+                    f"a replacement (uid other than {old_uid}) Running", ws.namespace, timeout)
+
+
+@allure.step("pod {name} is evicted")
+def pod_evicted(ws: Workspace, name: str, timeout: float = 60, why: str = "evicted") -> None:
+    """Deleted by the taint-eviction controller (Terminating with no kubelet, or gone)."""
+    wait_gone(ws.kube, "Pod", name, ws.namespace, timeout, why, terminating=True)
+
+
+def node_of(ws: Workspace, pod_name: str) -> Obj:
+    pod = ws.get("Pod", pod_name)
+    node = ws.get("Node", o.node_name(pod) or "") if o.node_name(pod) else None
+    expect(node is not None, f"pod {pod_name} has no node", pod, ws=ws)
+    return node or {}
+
+
+@allure.step("{pod} runs where its volume {claim} is")
+def runs_where_its_volume_is(ws: Workspace, pod: str, claim: str) -> Obj:
+    """The pod's node satisfies the nodeAffinity of the PV its claim is bound to; returns the node."""
+    node = node_of(ws, pod)
+    pv = bound_volume(ws, claim)
+    expect(node_matches_pv_affinity(node, pv), f"{pod} must run where its volume is", node, pv, ws=ws)
+    return node
+
+
+# ---- many objects ------------------------------------------------------------------------
+
+@allure.step("all {count} {kind} objects {expect_text}")
+def all_reach(ws: Workspace, kind: str, count: int, done: Callable[[Obj], bool], expect_text: str,
+              timeout: float = 120, names: Sequence[str] | None = None) -> list[Obj]:
+    """Wait until `count` objects of a kind in the namespace (or exactly `names`) satisfy
+    `done`: the stress-test form of a wait ("all 50 claims Bound"). Returns them."""
+    def reached(state: State) -> list[Obj] | None:
+        objs = [obj for obj in state.values() if names is None or o.name(obj) in names]
+        good = [obj for obj in objs if done(obj)]
+        return good if len(good) >= count else None
+
+    return wait_for_state(ws.kube, kind, reached, f"{count} {kind} objects {expect_text}", ws.namespace, timeout)
+
+
+@allure.step("StatefulSet {name} has {replicas} ready replicas")
+def statefulset_ready(ws: Workspace, name: str, replicas: int, timeout: float = 90) -> Obj:
+    return wait_for(ws.kube, "StatefulSet", name, lambda s: o.ready_replicas(s) == replicas,
+                    f"{replicas} ready replicas", ws.namespace, timeout)
+
+
+# ---- common set-ups ----------------------------------------------------------------------
+
+@allure.step("a no-provisioner WaitForFirstConsumer class with one local PV per node")
+def local_class_with_pv_per_node(ws: Workspace, capacity: str = "10Gi") -> str:
+    """The classic local-volume set-up (static `local` PVs pinned by hostname); returns the class."""
+    sc = ws.name("local")
+    ws.create(b.storage_class(sc, "kubernetes.io/no-provisioner", "WaitForFirstConsumer", reclaim="Retain"))
+    for node in ws.nodes():
+        ws.create(b.persistent_volume(ws.name(f"local-{o.name(node)}"), capacity, sc,
+                                      affinity=b.hostname_affinity(o.hostname(node)), local_path="/mnt/disks/vol1"))
+    return sc
+
+
+@allure.step("a static PV with the given affinity, bound to claim {claim}")
+def bound_pair(ws: Workspace, affinity: Obj | None, claim: str = "data", capacity: str = "5Gi") -> Obj:
+    """A static Retain PV with `affinity`, bound to `claim` through volumeName; returns the PV."""
+    pv = ws.create(b.persistent_volume(ws.name("pv"), capacity, affinity=affinity, labels=ws.case_labels))
+    ws.create(b.persistent_volume_claim(claim, capacity, "", volume_name=pv["metadata"]["name"]))
+    return bound_volume(ws, claim)
+
+
+@allure.step("StatefulSet {name} with {replicas} replica(s) on the driver's class")
+def dynamic_statefulset(ws: Workspace, name: str, replicas: int = 1, request: str = "1Gi",
+                        pod_spec_extra: Obj | None = None) -> str:
+    """A WaitForFirstConsumer class of the driver and a StatefulSet on it, all replicas
+    ready; returns the class name."""
+    sc = ws.storage_class("zonal", "WaitForFirstConsumer")
+    ws.create(b.statefulset(name, replicas, sc, request, pod_spec_extra=pod_spec_extra))
+    statefulset_ready(ws, name, replicas)
+    return sc
+
+
+__all__ = ["ExpectationFailed", "WaitTimeout", "all_reach", "bound_pair", "bound_volume", "claim_annotation",
+           "claim_bound", "claim_stays_pending", "dynamic_statefulset", "event", "expect", "label",
+           "local_class_with_pv_per_node", "node_of", "phase_now", "pod_evicted", "pod_replaced", "pod_runs",
+           "pod_scheduled", "pod_unschedulable", "runs_where_its_volume_is", "statefulset_ready", "volume_phase"]

@@ -1,0 +1,130 @@
+"""A test's corner of a cluster: its namespace, the objects it created, their cleanup,
+and the driver and topology it runs with.
+
+Every object is labelled as the harness's (so a sweeper finds leftovers) and its
+deletion is registered the moment it exists. Reads return Kubernetes JSON dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from clusters.backend import HOSTPATH_VOLUME_ROOT, ClusterHandle
+from drivers.driver import Driver, HarnessDriver
+from kube import builders, kinds, naming
+from kube import objects as o
+from kube.cleanup import Cleanup
+from kube.client import Kube
+from kube.kinds import Obj
+from kube.wait import wait_gone
+
+
+class Workspace:
+    """Creates objects for one test and guarantees they are deleted afterwards."""
+
+    def __init__(self, kube: Kube, cluster: ClusterHandle, test_name: str, cleanup: Cleanup,
+                 driver: Driver | None = None):
+        self.kube = kube
+        self.cluster = cluster
+        self.driver: Driver = driver or HarnessDriver(cluster)
+        self.test_name = test_name
+        self.cleanup = cleanup
+        self.labels = naming.owned_labels(test_name)
+        self.namespace = naming.unique(test_name)
+        self.cluster_scoped: list[tuple[str, str]] = []
+        self.exempt_pods: set[str] = set()  # "ns/name" of pods that knowingly break invariants
+        self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+
+    @property
+    def case_labels(self) -> dict[str, str]:
+        """A label unique to this test, to keep class-less PVs of parallel tests apart."""
+        return {"pvchaos.dev/case": self.namespace[-20:].strip("-.")}
+
+    def name(self, hint: str) -> str:
+        """A cluster-unique name for a cluster-scoped object (PV, StorageClass)."""
+        return naming.unique(hint)
+
+    def _ns(self, kind: str) -> str | None:
+        return self.namespace if kinds.kind(kind).namespaced else None
+
+    # ---- objects ---------------------------------------------------------------------
+
+    def create(self, obj: Obj) -> Obj:
+        kind = obj["kind"]
+        meta = obj.setdefault("metadata", {})
+        meta["labels"] = {**self.labels, **(meta.get("labels") or {})}
+        namespace = self._ns(kind)
+        if kind == "PersistentVolume" and self.cluster.mountable_volumes:
+            obj = builders.mountable(obj, HOSTPATH_VOLUME_ROOT)
+        created = kinds.create(self.kube, obj, namespace)
+        name = created["metadata"]["name"]
+        self.cleanup.push(f"delete {kind} {name}", lambda: kinds.delete(self.kube, kind, name, namespace))
+        if namespace is None and kind != "Namespace":
+            self.cluster_scoped.append((kind, name))
+        return created
+
+    def create_all(self, objs: Iterable[Obj]) -> list[Obj]:
+        """Create many objects (a stress scenario's N claims and pods), each with its cleanup."""
+        return [self.create(obj) for obj in objs]
+
+    def get(self, kind: str, name: str) -> Obj | None:
+        return kinds.get(self.kube, kind, name, self._ns(kind))
+
+    def list(self, kind: str, **selectors: Any) -> list[Obj]:
+        """Objects of a kind in this test's namespace (cluster-wide for a cluster-scoped kind)."""
+        return kinds.list_objects(self.kube, kind, self._ns(kind), **selectors)[0]
+
+    def delete(self, kind: str, name: str, wait: bool = True, timeout: float = 60) -> None:
+        kinds.delete(self.kube, kind, name, self._ns(kind))
+        if wait:
+            wait_gone(self.kube, kind, name, self._ns(kind), timeout)
+
+    def patch(self, kind: str, name: str, body: Obj, dry_run: bool = False) -> Obj:
+        """A merge patch, exactly what `kubectl patch --type merge` sends."""
+        return kinds.patch(self.kube, kind, name, body, self._ns(kind), dry_run)
+
+    def replace(self, obj: Obj) -> Obj:
+        """A full update (PUT), for changes a merge patch cannot express."""
+        return kinds.replace(self.kube, obj, self._ns(obj["kind"]))
+
+    def exempt(self, *pods: str) -> None:
+        """Pods that knowingly break an invariant (placed before an IgnoredDuringExecution change)."""
+        self.exempt_pods.update(f"{self.namespace}/{p}" for p in pods)
+
+    # ---- the driver ------------------------------------------------------------------
+
+    def storage_class(self, hint: str = "dynamic", binding_mode: str = "WaitForFirstConsumer",
+                      allowed_zones: Sequence[str] | None = None, reclaim: str | None = None,
+                      allowed_topologies: Mapping[str, Sequence[str]] | None = None) -> str:
+        """Create the driver's dynamic-provisioning class for this test; returns its name."""
+        body = self.driver.storage_class(self.name(hint), binding_mode, allowed_zones, reclaim, allowed_topologies)
+        return str(self.create(body)["metadata"]["name"])
+
+    def local_class(self, hint: str = "local-dyn", reclaim: str | None = None) -> str:
+        """Create the driver's node-local class (volumes pinned to one node); returns its name."""
+        return str(self.create(self.driver.local_class(self.name(hint), reclaim))["metadata"]["name"])
+
+    # ---- topology, read from the cluster (never hard-coded node names) ------------------
+
+    def nodes(self, zone: str | None = None) -> list[Obj]:
+        """The nodes workloads run on, sorted by name, optionally of one zone. A
+        control-plane Node (kind's; tainted, in no zone) is left out."""
+        nodes = sorted((n for n in self.list("Node") if not o.is_control_plane(n)), key=o.name)
+        return [n for n in nodes if zone is None or o.zone(n) == zone]
+
+    def zones(self) -> list[str]:
+        """The zones the nodes are in, sorted."""
+        return sorted({z for n in self.nodes() if (z := o.zone(n))})
+
+    def node(self, zone: str | None = None, index: int = 0) -> Obj:
+        """The `index`-th node (by name) of `zone`, or of the cluster."""
+        nodes = self.nodes(zone)
+        if len(nodes) <= index:
+            raise LookupError(f"no node #{index} {'in ' + zone if zone else ''}: nodes {[o.name(n) for n in nodes]}")
+        return nodes[index]
+
+    def pin(self, node: Obj) -> dict[str, str]:
+        """A nodeSelector that puts a pod on this node (by its hostname label, which may
+        differ from the node's name)."""
+        return {o.HOSTNAME_KEY: o.hostname(node)}

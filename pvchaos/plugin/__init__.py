@@ -1,0 +1,99 @@
+"""The pvchaos pytest plugin, registered through the `pytest11` entry point: installing
+pvchaos is enough for a suite in any repository to get its options, markers, fixtures
+(`cluster`, `kube`, `driver`, `ws`, `kubectl`), hooks (hookspecs.py), the cluster
+invariants after every test that used a workspace, and evidence on failure.
+See docs/writing-suites.md.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from types import FrameType
+
+import allure
+import pytest
+
+from clusters.backend import Capability
+from clusters.options import add_options
+from conformance import invariants
+from kube import snapshot
+from kube.errors import InvariantViolation
+from pvchaos.plugin import evidence, hookspecs
+from pvchaos.plugin.fixtures import (
+    WORKSPACE_KEY, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
+    needed_capabilities, ws,
+)
+
+__all__ = ["cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl", "ws"]  # the fixtures
+
+MARKERS = (
+    "disruptive: injects faults (nodes, zones, labels, component restarts); runs on a cluster of its own",
+    "needs(*capabilities): the capabilities a test requires (clusters.backend.Capability); "
+    "it skips with a reason without them, and an unknown word is a collection error",
+    "cluster(**options): the local cluster this test needs (feature gates, disabled controllers...)",
+)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser.getgroup("pvchaos", "pvchaos cluster options").addoption, pytest_side=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
+    # SIGTERM (CI cancelling, `kill`) takes the same orderly path as Ctrl-C.
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A typo in `needs(...)` or in a `cluster(...)` option fails the collection with one
+    line, instead of silently skipping the test later."""
+    problems: list[str] = []
+    for item in items:
+        for word in needed_capabilities(item):
+            try:
+                Capability.parse(word)
+            except ValueError as exc:
+                problems.append(f"{item.nodeid}: needs({word!r}): {exc}")
+        try:
+            cluster_request(item)
+        except ValueError as exc:
+            problems.append(f"{item.nodeid}: {exc}")
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise pytest.UsageError(problems[0] + more)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After a passing test body, the cluster invariants must hold too."""
+    if "cluster" in getattr(item, "fixturenames", ()):  # one line per suite module on the report's overview
+        allure.dynamic.parent_suite(item.path.stem.removeprefix("test_"))
+    outcome = yield
+    workspace = item.stash.get(WORKSPACE_KEY, None)
+    if outcome.excinfo is not None or workspace is None:
+        return
+    violations = invariants.check(snapshot.take(workspace.kube), workspace.exempt_pods)
+    if violations:
+        outcome.force_exception(InvariantViolation(
+            "cluster invariants violated after the test:\n" + "\n".join(f"- {v}" for v in violations)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        workspace = item.stash.get(WORKSPACE_KEY, None)
+        if workspace is not None:
+            evidence.attach(workspace)

@@ -1,0 +1,164 @@
+"""The fixtures a suite uses: a cluster per the isolation model (clusters/pool.py), a
+client, the run's driver, and a workspace whose objects are deleted afterwards.
+
+Capabilities are decided before any cluster starts: a test that needs what the backend
+or the driver lacks skips first, with a structured reason (capability and source as
+Allure labels, for the report and the certification page), and a disruptive test that
+would skip never costs a fresh cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import allure
+import pytest
+
+from chaos import leaks
+from clusters.backend import Capability, CapabilityMissing, ClusterError, ClusterHandle
+from clusters.existing import disruption_refusal
+from clusters.local.cluster import LocalCluster
+from clusters.local.config import LocalClusterConfig
+from clusters.local.registry import sweep_orphans
+from clusters.options import Options, from_values
+from clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Teardown
+from drivers.driver import Driver, driver_for, missing_for
+from drivers.profile import DriverProfile, load_profile
+from kube.cleanup import Cleanup
+from kube.client import Kube, connect
+from pvchaos.certification import MISSING_LABEL, SOURCE_LABEL
+from pvchaos.kit.workspace import Workspace
+from tools.build import ensure_binaries
+from tools.versions import DEFAULT_K8S_VERSION
+
+WORKSPACE_KEY = pytest.StashKey[Workspace]()
+
+
+def run_options(config: pytest.Config) -> Options:
+    return from_values(config.getoption, pytest_side=True)
+
+
+def cluster_request(item: pytest.Item) -> ClusterRequest:
+    marker = item.get_closest_marker("cluster")
+    return ClusterRequest.from_marker(dict(marker.kwargs)) if marker else ClusterRequest()
+
+
+def needed_capabilities(item: pytest.Item) -> list[str]:
+    """Every `needs(...)` word of the test, its class and its module, once each."""
+    return list(dict.fromkeys(c for mark in item.iter_markers("needs") for c in mark.args))
+
+
+def skip_for(missing: list[CapabilityMissing]) -> NoReturn:
+    """Skip with the reasons a person reads and the labels a report reads."""
+    for m in missing:
+        allure.dynamic.label(MISSING_LABEL, m.capability)
+        allure.dynamic.label(SOURCE_LABEL, m.source)
+    pytest.skip("; ".join(map(str, missing)))
+
+
+@pytest.fixture(scope="session")
+def driver_profile(pytestconfig: pytest.Config) -> DriverProfile | None:
+    """The driver profile of this run (--profile), read once per worker."""
+    path = run_options(pytestconfig).profile
+    return load_profile(path) if path else None
+
+
+@pytest.fixture(scope="session")
+def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
+    hook = pytestconfig.hook
+
+    def configure(cfg: LocalClusterConfig) -> LocalClusterConfig:
+        return hook.pytest_pvchaos_local_config(config=pytestconfig, cluster_config=cfg) or cfg
+
+    def started(local: LocalCluster, handle: ClusterHandle) -> None:
+        hook.pytest_pvchaos_cluster_started(config=pytestconfig, local=local, handle=handle)
+
+    pool = ClusterPool(run_options(pytestconfig), configure=configure, started=started)
+    if pool.options.backend == "local":
+        for name in sweep_orphans():  # clusters of runs that were killed without teardown
+            print(f"[pvchaos] removed orphaned cluster {name}")
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
+            driver_profile: DriverProfile | None) -> Iterator[ClusterHandle]:
+    """The cluster this test runs on, per the isolation model in clusters.pool."""
+    item = request.node
+    want = cluster_request(item)
+    disruptive = item.get_closest_marker("disruptive") is not None
+    try:
+        capabilities = cluster_pool.capabilities(want)  # known without starting a new cluster
+        if disruptive and Capability.OWNED not in capabilities:  # a cluster we did not create: safety first
+            _refuse_disruption(cluster_pool, cluster_pool.shared(want), item)
+        missing = [m for c in needed_capabilities(item)
+                   if (m := missing_for(capabilities, cluster_pool.options.backend, driver_profile, c))]
+        if missing:
+            skip_for(missing)
+        teardown: Teardown | None = None
+        if disruptive:
+            handle, teardown = cluster_pool.fresh(want)
+        else:
+            handle = cluster_pool.shared(want)
+    except CannotProvide as exc:
+        pytest.skip(str(exc))
+    except ClusterError as exc:
+        pytest.fail(f"cluster could not be provided: {exc}", pytrace=False)
+    try:
+        allure.dynamic.parameter("backend", handle.backend, excluded=True)
+        allure.dynamic.parameter("kubernetes", handle.k8s_version, excluded=True)
+        if driver_profile is not None:
+            allure.dynamic.parameter("driver", driver_profile.name, excluded=True)
+        yield handle
+    finally:
+        if teardown is not None:
+            teardown()
+
+
+def _refuse_disruption(pool: ClusterPool, handle: ClusterHandle, item: pytest.Item) -> None:
+    """Skip a disruptive test on a cluster pvchaos did not create, unless allowed."""
+    refusal = disruption_refusal(handle, pool.options.allow_disruptive, pool.options.allow_contexts)
+    if refusal:
+        pytest.skip(f"{refusal} ({item.name})")
+
+
+@pytest.fixture
+def kube(cluster: ClusterHandle) -> Iterator[Kube]:
+    k = connect(cluster.kubeconfig, cluster.context)
+    try:
+        yield k
+    finally:
+        k.api.close()
+
+
+@pytest.fixture
+def driver(cluster: ClusterHandle, kube: Kube, driver_profile: DriverProfile | None) -> Driver:
+    """The storage driver of this run: the profile's, or the backend's own test provisioners."""
+    return driver_for(cluster, driver_profile, kube)
+
+
+@pytest.fixture
+def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle, driver: Driver) -> Iterator[Workspace]:
+    """A namespace and object factory for this test; everything is deleted afterwards."""
+    cleanup = Cleanup(f"cleanup of {request.node.name}")
+    disruptive = request.node.get_closest_marker("disruptive") is not None
+    before = leaks.node_state(kube) if disruptive else None
+    try:
+        workspace = Workspace(kube, cluster, request.node.name, cleanup, driver)
+        request.node.stash[WORKSPACE_KEY] = workspace
+        yield workspace
+    finally:
+        cleanup.run()
+    if before is not None:
+        leaks.assert_restored(kube, cluster, before)
+
+
+@pytest.fixture(scope="session")
+def kubectl() -> Path:
+    """A kubectl built with the default version (what `kubectl patch` tests run)."""
+    return ensure_binaries(DEFAULT_K8S_VERSION, only=["kubernetes"]).kubectl

@@ -1,0 +1,25 @@
+"""Hooks other pytest plugins implement to extend pvchaos, instead of patching it.
+
+The self-checks (tests/selfcheck) break clusters on purpose through these; a team can
+use them to start every local cluster with extra flags, or to check a cluster once up.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from clusters.backend import ClusterHandle
+from clusters.local.cluster import LocalCluster
+from clusters.local.config import LocalClusterConfig
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_pvchaos_local_config(config: pytest.Config, cluster_config: LocalClusterConfig) -> LocalClusterConfig | None:
+    """Return a changed configuration for a local cluster about to start (the first
+    non-None answer is used), or None to leave it as it is."""
+
+
+@pytest.hookspec
+def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, handle: ClusterHandle) -> None:
+    """Called once a local cluster is up, before any test uses it. An exception here
+    takes the cluster down again and fails the tests that needed it."""

@@ -1,0 +1,51 @@
+"""The harness's own tests, tiered by what they need, so `pvchaos selftest --tier unit`
+runs in seconds and CI can run the expensive tiers apart:
+
+- `unit`: pure Python and in-process pytest sessions (pytester); no binaries, no cluster;
+- `binaries`: built or fetched tools, no cluster (the Allure CLI and Chromium for reports,
+  kind's config checker and stand-in kind/docker executables);
+- `cluster`: real local clusters (lifecycle, backends against a running API server, the
+  external-project test);
+- `selfcheck`: the suites themselves, on healthy and deliberately broken clusters;
+- `kind`: a Docker engine (started here when none answers) and real kind clusters.
+
+`pytester` runs small pytest sessions in-process, with the pvchaos plugin loaded by its
+entry point, as a user's suite would have it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# First match wins: a path prefix under tests/ -> tier.
+TIERS: tuple[tuple[str, str], ...] = (
+    ("unit/", "unit"),
+    ("report/", "binaries"),
+    ("backends/test_kind", "binaries"),
+    ("backends/", "cluster"),
+    ("cluster/", "cluster"),
+    ("selfcheck/", "selfcheck"),
+    ("kind/", "kind"),
+)
+TIER_NAMES = tuple(dict.fromkeys(t for _, t in TIERS))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name in TIER_NAMES:
+        config.addinivalue_line("markers", f"{name}: selftest tier (tests/conftest.py)")
+
+
+def tier_of(relative: str) -> str:
+    return next((tier for prefix, tier in TIERS if relative.startswith(prefix)), "cluster")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = config.rootpath / "tests"
+    for item in items:
+        try:
+            relative = item.path.relative_to(here).as_posix()
+        except ValueError:
+            continue  # a pytester session's own files
+        item.add_marker(tier_of(relative))
