@@ -229,7 +229,19 @@ def build_node_image(engine: Engine, k8s_version: str) -> str:
             archives = _component_images(engine, plan, binaries, work)
             _assemble(engine, recipe, base, k8s_dir, plan, archives, work)
         _log(f"built {recipe.tag} in {time.monotonic() - start:.0f}s")
+        _prune_superseded(engine, recipe)
     return recipe.tag
+
+
+def _prune_superseded(engine: Engine, recipe: r.Recipe) -> None:
+    """Remove this version's node images and the base images of earlier recipes, so
+    rebuilds do not pile up in the engine (an image a container still uses stays)."""
+    listed = docker(engine, ["images", "--format", "{{.Repository}}:{{.Tag}}"], timeout=60).stdout.split()
+    stale = [t for t in listed
+             if (t.startswith(f"{r.NODE_REPOSITORY}:{recipe.k8s_version}-") and t != recipe.tag)
+             or (t.startswith(f"{r.BASE_REPOSITORY}:") and t != recipe.base_tag)]
+    if stale:
+        docker(engine, ["rmi", *stale], timeout=300)
 
 
 def _busybox(work: Path) -> Path:
