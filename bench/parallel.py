@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pvchaos.runner import REPO_ROOT, RunRequest, UsageError, pytest_argv, validate
+from tools.build import ensure_binaries
+from tools.versions import DEFAULT_K8S_VERSION
 
 TARGET_SPEEDUP = 1.6
 DEFAULT_WORKERS = "1,2"
@@ -148,9 +150,6 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--workers {args.workers!r}: want comma-separated numbers, e.g. 1,2")
     if len(counts) < 2 or min(counts) < 0 or len(set(counts)) < len(counts):
         p.error("--workers: name at least two different worker counts, none negative")
-    from tools.build import ensure_binaries
-    from tools.versions import DEFAULT_K8S_VERSION
-
     with tempfile.TemporaryDirectory(prefix="pvchaos-bench-parallel-") as scratch:
         try:  # bad input costs one line, before any cluster starts
             validate(RunRequest(suites=suites, workers=str(max(counts)), report_dir=Path(scratch) / "probe"))

@@ -128,7 +128,7 @@ def _selftest(args: argparse.Namespace) -> int:
         ensure_binaries(DEFAULT_K8S_VERSION)
     extra = [a for a in args.pytest_args if a != "--"]
     target = ["tests/unit"] if args.tier == "unit" else ["tests"]
-    tier = [] if args.tier == "all" else ["-m", args.tier]
+    tier = [] if args.tier == "all" else ["-m", f"tier_{args.tier}"]
     argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *extra]
     return subprocess.call(argv, cwd=REPO_ROOT)
 

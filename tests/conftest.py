@@ -33,8 +33,8 @@ TIER_NAMES = tuple(dict.fromkeys(t for _, t in TIERS))
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name in TIER_NAMES:
-        config.addinivalue_line("markers", f"{name}: selftest tier (tests/conftest.py)")
+    for name in TIER_NAMES:  # tier_cluster, not cluster: that is the plugin's cluster(**options) marker
+        config.addinivalue_line("markers", f"tier_{name}: selftest tier {name} (tests/conftest.py)")
 
 
 def tier_of(relative: str) -> str:
@@ -48,4 +48,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             relative = item.path.relative_to(here).as_posix()
         except ValueError:
             continue  # a pytester session's own files
-        item.add_marker(tier_of(relative))
+        item.add_marker(f"tier_{tier_of(relative)}")
