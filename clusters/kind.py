@@ -43,12 +43,12 @@ from clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterError, Clu
 from clusters.local.config import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
 from clusters.local.processes import ProcessRecord, spawn, stop
 from clusters.local.registry import state_root
-from clusters.topology import Topology
+from clusters.topology import HOSTNAME_KEY, Topology
 from tools.build import BuildError, ensure_binaries
 from tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
 from tools.nodeimage.build import build_node_image, ensure_kind
 from tools.nodeimage.recipe import KIND_VERSION
-from tools.versions import DEFAULT_K8S_VERSION, SUPPORTED_MINORS
+from tools.versions import DEFAULT_K8S_VERSION, SUPPORTED_MINORS, minor_of
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "kind-config"
@@ -75,21 +75,18 @@ WAIT = "180s"
 SUBNET_POOL = ipaddress.ip_network("172.30.0.0/16")
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
-_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
 _KUBELET_ALLOWED = {"topology.kubernetes.io/zone", "topology.kubernetes.io/region",
                     "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch"}
-HOSTNAME_KEY = "kubernetes.io/hostname"
 
 
 # ---- config (pure) ------------------------------------------------------------------------
 
 def parse_version(k8s_version: str) -> int:
     """`v1.35.4` -> 35; anything else, or a minor the harness does not support, is refused."""
-    m = _VERSION.match(k8s_version)
-    if not m:
+    minor = minor_of(k8s_version, release_only=True)
+    if minor is None:
         raise ValueError(f"kind: {k8s_version!r} is not a Kubernetes release (want v1.MINOR.PATCH, e.g. "
                          f"{DEFAULT_K8S_VERSION})")
-    minor = int(m.group(1))
     if minor not in SUPPORTED_MINORS:
         raise ValueError(f"kind: v1.{minor} is not supported; supported minors: "
                          + ", ".join(f"v1.{m}" for m in SUPPORTED_MINORS))
@@ -273,7 +270,7 @@ class KindFaults:
             self._docker("unpause", self.container(node))
         elif not state.get("Running"):
             self._docker("start", self.container(node))
-        if self.network not in info["networks"] and (self._addresses.get(node) or not state.get("Running")):
+        if self.network not in info["networks"]:
             ip = self._addresses.pop(node, "")
             self._docker("network", "connect", *(["--ip", ip] if ip else []), self.network, self.container(node))
 

@@ -58,16 +58,6 @@ def test_key(result: Mapping[str, Any]) -> str:
     return f"{module}::{result.get('name')}"
 
 
-def load_results(results_dir: Path) -> list[dict[str, Any]]:
-    out = []
-    for path in sorted(results_dir.glob("*-result.json")):
-        try:
-            out.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-    return out
-
-
 def verdicts(results: list[dict[str, Any]]) -> dict[str, str]:
     """Test -> status of its last attempt."""
     latest: dict[str, dict[str, Any]] = {}

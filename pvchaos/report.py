@@ -293,14 +293,21 @@ def _latest(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(by_id.values())
 
 
-def summarize(results_dir: Path | str) -> list[SuiteRow]:
-    """Per-suite counts and timings, read from allure's *-result.json files."""
+def load_results(results_dir: Path | str) -> list[dict[str, Any]]:
+    """Every readable allure `*-result.json` of a results directory (unreadable ones are
+    skipped: allure-pytest may still be writing when a run is interrupted)."""
     loaded = []
     for path in sorted(Path(results_dir).glob("*-result.json")):
         try:
             loaded.append(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):
             continue
+    return loaded
+
+
+def summarize(results_dir: Path | str) -> list[SuiteRow]:
+    """Per-suite counts and timings, read from allure's *-result.json files."""
+    loaded = load_results(results_dir)
     rows: dict[str, SuiteRow] = {}
     for res in _latest(loaded):
         row = rows.setdefault(_suite_of(res), SuiteRow(_suite_of(res)))

@@ -159,7 +159,7 @@ def run_backends(req: Options) -> int:
     by_backend = {}
     for one in runs:
         cmp.merge_into(merged, one.backend, report.layout(one.report_dir).results)
-        by_backend[one.backend] = cmp.verdicts(cmp.load_results(report.layout(one.report_dir).results))
+        by_backend[one.backend] = cmp.verdicts(report.load_results(report.layout(one.report_dir).results))
     rows = cmp.compare(by_backend)
     table = cmp.render_markdown(rows, backends)
     (req.report_dir / "backends.md").write_text(table)
