@@ -130,18 +130,26 @@ def _recorded_engine() -> Engine | None:
     return None
 
 
-def _alive_dockerd(pid: int) -> bool:
-    """True while `pid` is a running dockerd (a zombie is reaped if it is our child)."""
+def _reap(pid: int) -> None:
+    """Collect `pid`'s exit status if it is our child, so a stopped dockerd leaves no zombie."""
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def _alive_dockerd(pid: int) -> bool:
+    """True while `pid` is a running dockerd; a zombie counts as stopped (and is reaped if ours)."""
+    _reap(pid)
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
     name, state = stat.split("(", 1)[1].rsplit(")", 1)
-    return name == "dockerd" and state.split()[0] != "Z"
+    if state.split()[0] == "Z":
+        _reap(pid)  # it may have exited after the first look
+        return False
+    return name == "dockerd"
 
 
 def _install_docker_io() -> None:
@@ -223,6 +231,8 @@ def _terminate(pid: int) -> None:
         time.sleep(0.2)
     if _alive_dockerd(pid):
         os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+    _reap(pid)
 
 
 def _forget() -> None:

@@ -39,7 +39,9 @@ def test_an_engine_pvchaos_starts_is_the_one_it_stops(engine: Engine) -> None:
         pytest.skip("a user's engine answers: pvchaos uses it and never stops it")
     assert engine.owned and engine.pid and answers(engine.host)
     assert stop_engine(engine), "nothing of ours runs on it, so it is stopped"
-    assert not Path(f"/proc/{engine.pid}/stat").exists() or "dockerd" not in Path(f"/proc/{engine.pid}/stat").read_text()
+    stat = Path(f"/proc/{engine.pid}/stat")
+    assert not stat.exists() or "(dockerd)" not in stat.read_text(), \
+        f"dockerd {engine.pid} is still in the process table (a zombie is not reaped): {stat.read_text()[:60]}"
     assert not answers(engine.host)
     again = ensure_engine()
     assert again.owned and again.pid != engine.pid and answers(again.host)
