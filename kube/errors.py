@@ -35,6 +35,11 @@ class InvariantViolation(ProductFailure):
     """A cluster-wide invariant broke during a test (see conformance.invariants)."""
 
 
+class CanaryFailed(ProductFailure):
+    """A canary found a behaviour this test relies on broken on its cluster, so the test
+    did not run; the message is the canary's diagnosis (pvchaos/kit/canaries.py)."""
+
+
 class InfrastructureError(RuntimeError):
     """The harness could not reach or run what the test needs; nothing is proven."""
 
@@ -48,11 +53,19 @@ class ClusterError(InfrastructureError):
 
 
 class PollTimeout(InfrastructureError, TimeoutError):
-    """A process-level readiness check (a port, /readyz) did not pass in time."""
+    """A process-level readiness check (a port, /readyz) did not pass in time.
+
+    `aborted` is True when the wait ended early because its abort check gave a reason
+    (a component exited), so callers need not diagnose a deadline that never came.
+    """
+
+    def __init__(self, message: str, aborted: bool = False) -> None:
+        super().__init__(message)
+        self.aborted = aborted
 
 
 WaitTimeout = ConditionNotReached  # the name suites and docs have used since the start
 
-PRODUCT_ERRORS: tuple[type[BaseException], ...] = (ConditionNotReached, WaitFailed, ExpectationFailed,
+PRODUCT_ERRORS: tuple[type[BaseException], ...] = (CanaryFailed, ConditionNotReached, WaitFailed, ExpectationFailed,
                                                    InvariantViolation, ProductFailure)
 INFRA_ERRORS: tuple[type[BaseException], ...] = (ApiUnreachable, ClusterError, PollTimeout, InfrastructureError)

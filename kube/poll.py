@@ -46,7 +46,7 @@ def poll_until(check: Callable[[], T | None], timeout: float, what: str, interva
     except _NotYet:
         raise PollTimeout(f"{what}: not reached within {timeout:.0f}s (last: {last[0]})") from None
     except _Aborted as exc:
-        raise PollTimeout(f"{what}: {exc}") from None
+        raise PollTimeout(f"{what}: {exc}", aborted=True) from None
 
 
 class _NotYet(Exception):

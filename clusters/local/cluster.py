@@ -28,6 +28,7 @@ from clusters.backend import Capability, ClusterError, ClusterHandle
 from clusters.local import config as flags
 from clusters.local.config import LocalClusterConfig
 from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, process_start_time, spawn, stop
+from clusters.local.readiness import nodes_problem
 from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
 from kube import kinds
 from kube import objects as o
@@ -232,10 +233,16 @@ class LocalCluster:
         assert self.state is not None
         for component, rec in self.state.processes.items():
             proc = self._procs.get(component)
-            code = proc.poll() if proc is not None else None
-            if code is not None or not is_ours(rec, self.state.marker()):
-                how = f"exit code {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
-                return f"{component} exited at start ({how}): {log_tail(rec.log) or '(empty log)'} (log: {rec.log})"
+            if proc is not None:  # our child: its exit status is the truth, /proc is not needed
+                code = proc.poll()
+                if code is None:
+                    continue
+                how = f"exit code {code}" if code >= 0 else f"signal {-code}"
+            elif is_ours(rec, self.state.marker()):
+                continue
+            else:
+                how = "no longer running"
+            return f"{component} exited at start ({how}): {log_tail(rec.log) or '(empty log)'} (log: {rec.log})"
         return None
 
     def _await_http(self, component: str, url: str, token: str | None = None) -> None:
@@ -277,7 +284,10 @@ class LocalCluster:
         try:
             poll_until(all_ready, START_TIMEOUT, f"nodes {sorted(want)} Ready", interval=0.1, abort=self._abort_reason)
         except PollTimeout as exc:
-            raise ClusterError(f"{exc} (logs: {self.directory / 'logs'})") from None
+            if exc.aborted:
+                raise ClusterError(f"{exc} (logs: {self.directory / 'logs'})") from None
+            why = nodes_problem(kinds.list_objects(kube, "Node")[0], want)
+            raise ClusterError(f"nodes not usable within {START_TIMEOUT:.0f}s: {why} (logs: {self.directory / 'logs'})") from None
 
     def down(self) -> None:
         """Stop every process and remove the directory; safe to call twice."""

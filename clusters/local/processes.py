@@ -78,13 +78,33 @@ def process_start_time(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+def _cmdline(pid: int) -> bytes | None:
+    """The command line of `pid`, waiting out the instant inside execve when it reads empty.
+
+    Popen returns once the close-on-exec pipe closes, which the kernel does before it
+    sets up the new program's arguments: a read at that moment gives b"" for a process
+    that is about to run exactly what we asked for.
+    """
+    for _ in range(50):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+        if cmdline:
+            return cmdline
+        time.sleep(0.002)
+    return cmdline
+
+
 def is_ours(record: ProcessRecord, marker: str) -> bool:
     """True while the pid is alive and its command line still contains `marker`."""
+    cmdline = _cmdline(record.pid)
+    if cmdline is None:
+        return False
     try:
-        cmdline = Path(f"/proc/{record.pid}/cmdline").read_bytes()
+        stat = Path(f"/proc/{record.pid}/stat").read_text(errors="replace")
     except OSError:
         return False
-    stat = Path(f"/proc/{record.pid}/stat").read_text(errors="replace")
     if ") Z " in stat:  # a zombie: already dead, only waiting to be reaped
         return False
     return marker.encode() in cmdline
