@@ -34,6 +34,7 @@ def _stays_running(ws: Workspace, pod: str, uid: str, seconds: float) -> None:
 
 
 @allure.story("a running pod stays when its node loses the label it selected; new pods follow the labels")
+@pytest.mark.relies_on("scheduler")  # pods only, no volumes
 def test_running_pod_stays_new_pods_follow_new_labels(ws: Workspace) -> None:
     ws.create(b.pod("ssd-app", node_selector={"storage": "ssd"}))
     pod = x.pod_runs(ws, "ssd-app")
@@ -45,6 +46,9 @@ def test_running_pod_stays_new_pods_follow_new_labels(ws: Workspace) -> None:
     ws.create(b.pod("ssd-new", node_selector={"storage": "ssd"}))
     new = x.pod_runs(ws, "ssd-new")
     x.expect(new["spec"]["nodeName"] != node, f"a new ssd pod must avoid {node}, now standard", new, ws=ws)
+    landed = x.node_of(ws, "ssd-new")
+    x.expect(label(landed, "storage") == "ssd", f"a new ssd pod must land on a node labelled storage=ssd now, "
+             f"got {name(landed)} with storage={label(landed, 'storage')}", new, landed, ws=ws)
     ws.create(b.pod("std-new", node_selector={"storage": "standard", **ws.pin(x.node_of(ws, "ssd-app"))}))
     x.pod_runs(ws, "std-new")
 

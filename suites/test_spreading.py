@@ -24,7 +24,9 @@ def test_topology_spread_puts_replicas_and_volumes_in_distinct_zones(ws: Workspa
         "labelSelector": {"matchLabels": {"app": "spread"}}}]}
     x.dynamic_statefulset(ws, "spread", len(zones), pod_spec_extra=spread)
     placed = [zone(x.runs_where_its_volume_is(ws, f"spread-{i}", f"data-spread-{i}")) for i in range(len(zones))]
-    x.expect(sorted(placed) == zones, f"one replica per zone, got {placed}")
+    x.expect(sorted(z or "" for z in placed) == sorted(zones), f"one replica per zone, got {placed}")
+    for i, where in enumerate(placed):  # the volumes spread with them, not merely fit anywhere
+        x.volume_in_zone(ws, f"data-spread-{i}", where or "")
 
 
 @allure.story("per-zone StorageClasses with pod anti-affinity")
@@ -41,5 +43,6 @@ def test_per_zone_classes_with_anti_affinity(ws: Workspace) -> None:
         x.pod_runs(ws, f"db-{i}")
         got = zone(x.runs_where_its_volume_is(ws, f"db-{i}", f"data-{i}"))
         x.expect(got == name, f"db-{i} uses the {name} class and must land in {name}, got {got}")
+        x.volume_in_zone(ws, f"data-{i}", name)
         placed.append(got)
     x.expect(len(set(placed)) == len(zones), f"anti-affinity keeps replicas apart: {placed}")

@@ -147,6 +147,24 @@ def runs_where_its_volume_is(ws: Workspace, pod: str, claim: str) -> Obj:
     return node
 
 
+def zones_text(pv: Obj | None) -> str:
+    """How a PV's zone affinity reads in a failure message; none at all is said outright."""
+    zones = o.pv_zones(pv)
+    if zones:
+        return f"PV {o.name(pv)} allows zones {sorted(zones)}"
+    if not o.spec(pv).get("nodeAffinity"):
+        return f"PV {o.name(pv)} has no nodeAffinity: it was provisioned without topology"
+    return f"PV {o.name(pv)} has a nodeAffinity that names no zone with `In` on {o.ZONE_KEY}"
+
+
+@allure.step("the volume of {claim} is in zone {zone}")
+def volume_in_zone(ws: Workspace, claim: str, zone: str) -> Obj:
+    """The PV bound to `claim` is pinned to exactly `zone`; returns the PV."""
+    pv = bound_volume(ws, claim)
+    expect(o.pv_zones(pv) == {zone}, f"the volume of {claim} must be in zone {zone}: {zones_text(pv)}", pv, ws=ws)
+    return pv
+
+
 # ---- many objects ------------------------------------------------------------------------
 
 @allure.step("all {count} {kind} objects {expect_text}")
