@@ -52,6 +52,9 @@ class Options:
         "--keep-cluster", "leave shared clusters running after the run", action="store_true"))
     profile: str | None = field(default=None, metadata=_opt(
         "--profile", "a driver profile (upstream external storage test driver file)"))
+    no_canaries: bool = field(default=False, metadata=_opt(
+        "--no-canaries", "skip the per-cluster canaries (pvchaos/kit/canaries.py): every test then waits out "
+        "its own timeouts on a broken cluster, as the detection-power self-checks need", action="store_true"))
     # -- `pvchaos run` only: rendered into pytest's own arguments ------------------------------
     suites: tuple[str, ...] = field(default=(), metadata=_opt(
         "--suites", "comma-separated suite names (default: all)", pytest=False, action="append"))

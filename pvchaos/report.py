@@ -98,20 +98,25 @@ def _names(names: Iterable[str]) -> str:
 # Written to match the same results under Allure 3 (first matching rule wins, regex
 # search) and Allure 2 (every rule that matches, whole-string match): each rule
 # excludes what the rules before it took, and [\s\S] stands for "any character".
-_NOT_INFRA = rf"^(?![\s\S]*{_names(INFRA_ERRORS)})"
+CANARY_ERROR = errors.CanaryFailed.__name__
+_NOT_EARLIER = rf"^(?![\s\S]*{_names((*INFRA_ERRORS, CANARY_ERROR))})"
 CATEGORIES: list[dict[str, Any]] = [
     {"name": "Infrastructure errors", "matchedStatuses": ["failed", "broken"],
      "messageRegex": rf"^[\s\S]*{_names(INFRA_ERRORS)}[\s\S]*$",
      "description": "The harness could not reach or start what it needed (" + ", ".join(INFRA_ERRORS)
                     + "): the verdict is unknown."},
+    {"name": "Canary failures", "matchedStatuses": ["failed", "broken"],
+     "messageRegex": rf"^(?![\s\S]*{_names(INFRA_ERRORS)})[\s\S]*\b{CANARY_ERROR}\b[\s\S]*$",
+     "description": "A canary found a behaviour the test relies on broken on its cluster (the message names "
+                    "the component), so the test failed at once instead of waiting out its timeouts."},
     {"name": "Product failures", "matchedStatuses": ["failed", "broken"],
-     "messageRegex": rf"{_NOT_INFRA}[\s\S]*{_names(PRODUCT_ERRORS)}[\s\S]*$",
+     "messageRegex": rf"{_NOT_EARLIER}[\s\S]*{_names(PRODUCT_ERRORS)}[\s\S]*$",
      "description": "Kubernetes behaved differently from what the suite expects."},
     {"name": "Product failures", "matchedStatuses": ["broken"],
-     "messageRegex": rf"{_NOT_INFRA}[\s\S]*$",
+     "messageRegex": rf"{_NOT_EARLIER}[\s\S]*$",
      "traceRegex": rf"^[\s\S]*{_names(PRODUCT_ERRORS)}[\s\S]*$"},
     {"name": "Product failures", "matchedStatuses": ["failed"],
-     "messageRegex": rf"{_NOT_INFRA}[\s\S]*$"},
+     "messageRegex": rf"{_NOT_EARLIER}[\s\S]*$"},
     {"name": "Harness errors", "matchedStatuses": ["broken"],
      "messageRegex": rf"^(?![\s\S]*{_names(INFRA_ERRORS + PRODUCT_ERRORS)})[\s\S]*$",
      "description": "The harness itself raised: a bug or a broken fixture, not a verdict."},

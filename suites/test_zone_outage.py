@@ -45,6 +45,7 @@ def _tainted(state: dict[str, Obj], nodes: list[str]) -> list[str]:
 
 
 @allure.story("one zone down, others healthy: its nodes are tainted and its pods evicted; other zones untouched")
+@pytest.mark.relies_on("scheduler", "node-lifecycle")  # no volumes
 def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     placed = _pods_on_every_node(ws, tolerate=0)
     zone = ws.zones()[0]
@@ -69,6 +70,7 @@ def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
 
 
 @allure.story("every zone down: master disruption mode stops tainting and evicting (an in-flight taint is measured)")
+@pytest.mark.relies_on("scheduler", "node-lifecycle")  # no volumes
 def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
     """Upstream enters "master disruption mode": it removes NoExecute taints and stops the
     tainters. Measured here in 1.35: a taint already in flight (one per zone at most) can
@@ -106,6 +108,7 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
 
 @allure.story("three of four nodes of a zone down in a small cluster: tainting stops (partial disruption)")
 @pytest.mark.cluster(zones=("zone-a", "zone-b"), nodes_per_zone=4)
+@pytest.mark.relies_on("scheduler", "node-lifecycle")  # no volumes
 def test_partial_zone_disruption_stops_tainting(ws: Workspace) -> None:
     zone = ws.zones()[0]
     down = [NodeName(name(n)) for n in ws.nodes(zone)[:3]]

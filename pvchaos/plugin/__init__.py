@@ -18,20 +18,23 @@ from clusters.backend import Capability
 from clusters.options import add_options
 from conformance import invariants
 from kube import snapshot
-from kube.errors import InvariantViolation
+from kube.errors import CanaryFailed, InvariantViolation
+from pvchaos.kit.canaries import CANARIES
 from pvchaos.plugin import evidence, hookspecs
 from pvchaos.plugin.fixtures import (
-    WORKSPACE_KEY, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
-    needed_capabilities, ws,
+    CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
+    declared_canaries, needed_capabilities, ws,
 )
 
-__all__ = ["cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl", "ws"]  # the fixtures
+__all__ = ["canary_results", "cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl", "ws"]  # the fixtures
 
 MARKERS = (
     "disruptive: injects faults (nodes, zones, labels, component restarts); runs on a cluster of its own",
     "needs(*capabilities): the capabilities a test requires (clusters.backend.Capability); "
     "it skips with a reason without them, and an unknown word is a collection error",
     "cluster(**options): the local cluster this test needs (feature gates, disabled controllers...)",
+    "relies_on(*canaries): the canaries this test relies on (pvchaos/kit/canaries.py), instead of those its "
+    "needs(...) imply; a failed one fails the test at once with its diagnosis",
 )
 
 
@@ -69,9 +72,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             cluster_request(item)
         except ValueError as exc:
             problems.append(f"{item.nodeid}: {exc}")
+        unknown = [w for w in declared_canaries(item) or () if w not in CANARIES]
+        if unknown:
+            problems.append(f"{item.nodeid}: relies_on({', '.join(map(repr, unknown))}): known: {', '.join(CANARIES)}")
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise pytest.UsageError(problems[0] + more)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> None:
+    """A test whose cluster failed a canary it relies on does not run: it fails with the
+    canary's diagnosis, in seconds instead of after its own timeouts."""
+    failed = pyfuncitem.stash.get(CANARY_KEY, None)
+    if failed is not None:
+        raise CanaryFailed(f"canary {failed.name} failed on this cluster, so the test did not run: {failed.diagnosis}")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -10,6 +10,7 @@ would skip never costs a fresh cluster.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
@@ -28,12 +29,15 @@ from drivers.driver import Driver, driver_for, missing_for
 from drivers.profile import DriverProfile, load_profile
 from kube.cleanup import Cleanup
 from kube.client import Kube, connect
+from kube.errors import CanaryFailed
 from pvchaos.certification import MISSING_LABEL, SOURCE_LABEL
+from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
 from pvchaos.kit.workspace import Workspace
 from tools.build import ensure_binaries
 from tools.versions import DEFAULT_K8S_VERSION
 
 WORKSPACE_KEY = pytest.StashKey[Workspace]()
+CANARY_KEY = pytest.StashKey[CanaryResult]()  # the failed canary this test relies on, if any
 
 
 def run_options(config: pytest.Config) -> Options:
@@ -48,6 +52,12 @@ def cluster_request(item: pytest.Item) -> ClusterRequest:
 def needed_capabilities(item: pytest.Item) -> list[str]:
     """Every `needs(...)` word of the test, its class and its module, once each."""
     return list(dict.fromkeys(c for mark in item.iter_markers("needs") for c in mark.args))
+
+
+def declared_canaries(item: pytest.Item) -> list[str] | None:
+    """The canaries a test names with `relies_on(...)` (closest marker wins), or None."""
+    marker = item.get_closest_marker("relies_on")
+    return list(marker.args) if marker is not None else None
 
 
 def skip_for(missing: list[CapabilityMissing]) -> NoReturn:
@@ -101,6 +111,8 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
         if missing:
             skip_for(missing)
         teardown: Teardown | None = None
+        if disruptive and (known := _known_canary_failure(request, want)) is not None:
+            raise known  # an error at set-up: no fresh cluster is started to learn it again
         if disruptive:
             handle, teardown = cluster_pool.fresh(want)
         else:
@@ -148,6 +160,9 @@ def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle, drive
     cleanup = Cleanup(f"cleanup of {request.node.name}")
     disruptive = request.node.get_closest_marker("disruptive") is not None
     before = leaks.node_state(kube) if disruptive else None
+    failed = _canary_verdict(request, kube, cluster, driver)
+    if failed is not None:
+        request.node.stash[CANARY_KEY] = failed  # the test body is replaced by this verdict
     try:
         workspace = Workspace(kube, cluster, request.node.name, cleanup, driver)
         request.node.stash[WORKSPACE_KEY] = workspace
@@ -156,6 +171,59 @@ def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle, drive
         cleanup.run()
     if before is not None:
         leaks.assert_restored(kube, cluster, before)
+
+
+@dataclass
+class CanaryBook:
+    """This worker's canary verdicts: per cluster (each is checked once), and the failures
+    per cluster configuration, so a disruptive test does not start a fresh cluster of a
+    configuration already seen broken in the way it relies on."""
+
+    by_cluster: dict[str, dict[str, CanaryResult]] = field(default_factory=dict)
+    failed_by_request: dict[ClusterRequest, dict[str, CanaryResult]] = field(default_factory=dict)
+
+    def record(self, request: ClusterRequest, cluster: str, results: dict[str, CanaryResult]) -> None:
+        self.by_cluster[cluster] = results
+        failed = {name: r for name, r in results.items() if not r.ok}
+        if failed:
+            self.failed_by_request.setdefault(request, {}).update(failed)
+
+
+@pytest.fixture(scope="session")
+def canary_results() -> CanaryBook:
+    return CanaryBook()
+
+
+def _canaries_relied_on(item: pytest.Item) -> tuple[str, ...]:
+    return relied_on(needed_capabilities(item), declared_canaries(item))
+
+
+def _known_canary_failure(request: pytest.FixtureRequest, want: ClusterRequest) -> CanaryFailed | None:
+    """A failure already seen on a cluster of this configuration, before a new one is started."""
+    if request.config.getoption("no_canaries"):
+        return None
+    book: CanaryBook = request.getfixturevalue("canary_results")
+    failed = first_failure(book.failed_by_request.get(want, {}), _canaries_relied_on(request.node))
+    if failed is None:
+        return None
+    return CanaryFailed(f"canary {failed.name} failed on an earlier cluster of this configuration "
+                        f"({want.describe()}), so no cluster was started for this test: {failed.diagnosis}")
+
+
+def _canary_verdict(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle,
+                    driver: Driver) -> CanaryResult | None:
+    """Run the cluster's canaries the first time a test uses it; the failed one this test relies on."""
+    if request.config.getoption("no_canaries"):
+        return None
+    book: CanaryBook = request.getfixturevalue("canary_results")
+    if cluster.name not in book.by_cluster:
+        with allure.step(f"canaries on cluster {cluster.name}"):
+            results = run_canaries(kube, cluster, driver, CANARIES)
+            book.record(cluster_request(request.node), cluster.name, results)
+            allure.attach("\n".join(f"{r.name}: {'ok' if r.ok else 'FAILED'} after {r.seconds:.2f}s"
+                                     + (f": {r.diagnosis}" if r.diagnosis else "") for r in results.values()),
+                          name="canaries", attachment_type=allure.attachment_type.TEXT)
+    return first_failure(book.by_cluster[cluster.name], _canaries_relied_on(request.node))
 
 
 @pytest.fixture(scope="session")

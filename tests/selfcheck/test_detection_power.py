@@ -142,7 +142,7 @@ class Run:
 def _command(case: Case, junit: Path) -> list[str]:
     workers = ["-n", str(WORKERS)] if case.breakage else []
     return [sys.executable, "-m", "pytest", *case.node_ids, "-p", "tests.selfcheck.broken_cluster",
-            "-p", "no:cacheprovider", "-q", f"--junitxml={junit}", *workers]
+            "-p", "no:cacheprovider", "-q", f"--junitxml={junit}", "--no-canaries", *workers]
 
 
 def _environment(case: Case, state: Path) -> dict[str, str]:

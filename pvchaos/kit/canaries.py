@@ -1,0 +1,250 @@
+"""Canaries: seconds-long checks, once per cluster, that what the suites rely on works at all.
+
+A cluster whose PV binder is off makes every storage test wait out its timeout; the 31st
+timeout teaches nothing the first did not. So before the first test on a cluster (each
+shared cluster, each fresh disruptive one, an existing cluster in a namespace of its own)
+a few tiny objects are created at once and awaited together for at most
+`CANARY_TIMEOUT` seconds:
+
+- `binder`: a static claim binds to a matching Available PV (the PV controller);
+- `scheduler`: a pod with no constraints is scheduled (kube-scheduler);
+- `volume-binding`: a WaitForFirstConsumer claim of a no-provisioner class binds once its
+  pod is scheduled (the scheduler's VolumeBinding plugin, then the PV controller);
+- `provisioner`: a WaitForFirstConsumer claim of the driver's class is provisioned for its
+  pod (only when the driver can provision);
+- `node-lifecycle`: every worker node is Ready with a Lease renewed within its duration.
+
+A test that relies on a failed canary fails at once with the canary's diagnosis
+(`CanaryFailed`, a category of its own in the report); the others run. `relied_on` says
+which canaries a test relies on; it is pure so the mapping is tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from clusters.backend import Capability, ClusterHandle
+from drivers.driver import Driver
+from kube import builders as b
+from kube import kinds
+from kube import objects as o
+from kube.cleanup import Cleanup
+from kube.client import Kube
+from kube.errors import ConditionNotReached
+from kube.kinds import Obj
+from kube.wait import wait_for
+from pvchaos.kit.workspace import Workspace
+
+CANARY_TIMEOUT = 10.0
+BINDER, SCHEDULER, VOLUME_BINDING, PROVISIONER, NODE_LIFECYCLE = (
+    "binder", "scheduler", "volume-binding", "provisioner", "node-lifecycle")
+CANARIES = (BINDER, SCHEDULER, VOLUME_BINDING, PROVISIONER, NODE_LIFECYCLE)
+_STORAGE = (BINDER, SCHEDULER, VOLUME_BINDING)
+
+
+@dataclass(frozen=True)
+class CanaryResult:
+    """One canary's verdict on one cluster; `diagnosis` names the component when it failed."""
+
+    name: str
+    ok: bool
+    seconds: float
+    diagnosis: str = ""
+
+
+def relied_on(needs: Iterable[str], declared: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The canaries a test relies on: what it declares with `relies_on(...)`, else every
+    storage test relies on binding and scheduling, a dynamic one on the provisioner too,
+    and a node-failure one on node leases."""
+    if declared is not None:
+        return tuple(dict.fromkeys(declared))
+    words = set(needs)
+    out = list(_STORAGE)
+    if words & {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}:
+        out.append(PROVISIONER)
+    if Capability.NODE_FAILURE in words:
+        out.append(NODE_LIFECYCLE)
+    return tuple(out)
+
+
+def first_failure(results: dict[str, CanaryResult], wanted: Iterable[str]) -> CanaryResult | None:
+    """The first failed canary among those a test relies on (in `CANARIES` order)."""
+    wanted = set(wanted)
+    return next((r for name in CANARIES if name in wanted and (r := results.get(name)) and not r.ok), None)
+
+
+def lease_problems(nodes: Iterable[Obj], leases: Iterable[Obj], now: datetime) -> list[str]:
+    """Worker nodes that are not Ready or whose Lease is missing or older than its duration."""
+    by_name = {o.name(lease): lease for lease in leases}
+    problems = []
+    for node in nodes:
+        if o.is_control_plane(node):
+            continue
+        name = o.name(node)
+        if o.ready(node) != "True":
+            problems.append(f"node {name} is Ready={o.ready(node)} ({o.ready_message(node) or 'no message'})")
+            continue
+        spec = o.spec(by_name.get(name))
+        renewed = spec.get("renewTime")
+        if not renewed:
+            problems.append(f"node {name} has no Lease in kube-node-lease")
+            continue
+        age = (now - datetime.fromisoformat(str(renewed).replace("Z", "+00:00"))).total_seconds()
+        if age > float(spec.get("leaseDurationSeconds") or 40):
+            problems.append(f"node {name}'s Lease was last renewed {age:.0f}s ago "
+                            f"(duration {spec.get('leaseDurationSeconds') or 40}s)")
+    return problems
+
+
+class _Canaries:
+    """The canary objects of one cluster and the waits that judge them."""
+
+    def __init__(self, ws: Workspace, driver: Driver, cluster: ClusterHandle):
+        self.ws, self.driver, self.cluster = ws, driver, cluster
+        self.start = time.monotonic()
+        self.results: dict[str, CanaryResult] = {}
+
+    def remaining(self) -> float:
+        return max(0.5, CANARY_TIMEOUT - (time.monotonic() - self.start))
+
+    def record(self, name: str, check: Callable[[], str | None]) -> None:
+        """Run one judgement; a returned string (or a timeout) is the diagnosis."""
+        try:
+            problem = check()
+        except ConditionNotReached as exc:
+            problem = f"{name}: {str(exc).splitlines()[0]}"
+        self.results[name] = CanaryResult(name, problem is None, round(time.monotonic() - self.start, 2), problem or "")
+
+    def claim_bound(self, claim: str) -> bool:
+        try:
+            wait_for(self.ws.kube, "PersistentVolumeClaim", claim, lambda c: o.phase(c) == "Bound", "phase Bound",
+                     self.ws.namespace, self.remaining())
+            return True
+        except ConditionNotReached:
+            return False
+
+    def pod_scheduled(self, pod: str) -> bool:
+        try:
+            wait_for(self.ws.kube, "Pod", pod, o.scheduled, "scheduled", self.ws.namespace, self.remaining())
+            return True
+        except ConditionNotReached:
+            return False
+
+    # -- the objects, all created before any wait -----------------------------------------
+
+    def create(self, names: set[str]) -> None:
+        ws = self.ws
+        static = Capability.STATIC_PV in self.cluster.capabilities
+        if BINDER in names and static:
+            ws.create(b.persistent_volume(ws.name("canary-static"), "1Gi", labels=ws.case_labels))
+            ws.create(b.persistent_volume_claim("canary-static", "1Gi", "",
+                                                selector={"matchLabels": ws.case_labels}))
+        if SCHEDULER in names:
+            ws.create(b.pod("canary-schedule"))
+        if VOLUME_BINDING in names and static:
+            self.wffc_class = ws.create(b.storage_class(ws.name("canary-wffc"), "kubernetes.io/no-provisioner",
+                                                        "WaitForFirstConsumer"))["metadata"]["name"]
+            ws.create(b.persistent_volume(ws.name("canary-wffc"), "1Gi", self.wffc_class))
+            ws.create(b.persistent_volume_claim("canary-wffc", "1Gi", self.wffc_class))
+            ws.create(b.pod("canary-wffc", ("canary-wffc",)))
+        if PROVISIONER in names and self.can_provision():
+            ws.create(b.persistent_volume_claim("canary-dynamic", "1Gi", ws.storage_class("canary-dyn")))
+            ws.create(b.pod("canary-dynamic", ("canary-dynamic",)))
+
+    def can_provision(self) -> bool:
+        return bool(self.driver.capabilities & {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL})
+
+    # -- the judgements ---------------------------------------------------------------------
+
+    def judge(self, names: set[str]) -> dict[str, CanaryResult]:
+        static = Capability.STATIC_PV in self.cluster.capabilities
+        if SCHEDULER in names:
+            self.record(SCHEDULER, self.scheduler)
+        if BINDER in names and static:
+            self.record(BINDER, self.binder)
+        if VOLUME_BINDING in names and static:
+            self.record(VOLUME_BINDING, self.volume_binding)
+        if PROVISIONER in names and self.can_provision():
+            self.record(PROVISIONER, self.provisioner)
+        if NODE_LIFECYCLE in names:
+            self.record(NODE_LIFECYCLE, self.node_lifecycle)
+        return self.results
+
+    def scheduler(self) -> str | None:
+        if self.pod_scheduled("canary-schedule"):
+            return None
+        ready = sum(1 for n in self.ws.nodes() if o.ready(n) == "True")
+        return (f"pods do not schedule: a pod with no constraints stayed unscheduled for {CANARY_TIMEOUT:.0f} s "
+                f"with {ready} Ready worker nodes; is kube-scheduler running?")
+
+    def binder(self) -> str | None:
+        if self.claim_bound("canary-static"):
+            return None
+        pv = next(iter(self.ws.list("PersistentVolume", label_selector=_selector(self.ws.case_labels))), None)
+        seen = f"its PV is {o.phase(pv) or 'without a phase'}" if pv else "its PV is gone"
+        return (f"claims do not bind: a 1Gi claim with a matching PV stayed Pending for {CANARY_TIMEOUT:.0f} s "
+                f"({seen}); is the persistentvolume-binder controller of kube-controller-manager running?")
+
+    def volume_binding(self) -> str | None:
+        if self.claim_bound("canary-wffc"):
+            return None
+        pod = self.ws.get("Pod", "canary-wffc")
+        if not o.node_name(pod):
+            return (f"WaitForFirstConsumer claims do not bind: their pod was not scheduled within "
+                    f"{CANARY_TIMEOUT:.0f} s; is kube-scheduler running with its VolumeBinding plugin?")
+        return (f"WaitForFirstConsumer claims do not bind: the pod was placed on {o.node_name(pod)} but its claim "
+                f"with a matching no-provisioner PV stayed Pending for {CANARY_TIMEOUT:.0f} s; is kube-scheduler's "
+                "VolumeBinding plugin enabled (it binds such claims before the pod is placed)?")
+
+    def provisioner(self) -> str | None:
+        if self.claim_bound("canary-dynamic"):
+            return None
+        claim = self.ws.get("PersistentVolumeClaim", "canary-dynamic")
+        node = o.annotation(claim, o.SELECTED_NODE)
+        if node is None:
+            return (f"WaitForFirstConsumer claims are not provisioned: no node was selected for the claim within "
+                    f"{CANARY_TIMEOUT:.0f} s ({o.SELECTED_NODE} is missing); is kube-scheduler's VolumeBinding "
+                    "plugin enabled?")
+        return (f"WaitForFirstConsumer claims are not provisioned: the claim stayed Pending for "
+                f"{CANARY_TIMEOUT:.0f} s after node {node} was selected; is the provisioner "
+                f"{self.driver_provisioner()} running?")
+
+    def driver_provisioner(self) -> str:
+        body = self.driver.storage_class("probe", "WaitForFirstConsumer")
+        return str(body.get("provisioner") or "of the driver")
+
+    def node_lifecycle(self) -> str | None:
+        deadline = time.monotonic() + self.remaining()
+        while True:
+            nodes = self.ws.nodes()
+            leases = kinds.list_objects(self.ws.kube, "Lease", "kube-node-lease")[0]
+            problems = lease_problems(nodes, leases, datetime.now(timezone.utc))
+            if not problems:
+                return None
+            if time.monotonic() > deadline:
+                return "nodes do not hold their leases: " + "; ".join(problems) + \
+                    "; is each node's kubelet (KWOK controller on local clusters) heartbeating?"
+            time.sleep(0.5)
+
+
+def _selector(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in labels.items())
+
+
+def run_canaries(kube: Kube, cluster: ClusterHandle, driver: Driver,
+                 names: Iterable[str] = CANARIES) -> dict[str, CanaryResult]:
+    """Create every canary at once, judge each within CANARY_TIMEOUT, delete them all.
+    Canaries that cannot run here (no static PVs allowed, a driver that cannot
+    provision) are left out of the result: nothing relies on them."""
+    wanted = set(names)
+    cleanup = Cleanup(f"canaries on {cluster.name}")
+    try:
+        ws = Workspace(kube, cluster, "canary", cleanup, driver)
+        canaries = _Canaries(ws, driver, cluster)
+        canaries.create(wanted)
+        return canaries.judge(wanted)
+    finally:
+        cleanup.run()

@@ -1,0 +1,81 @@
+"""Canaries end a broken cluster's run in minutes, naming the component (issue 14).
+
+Each case runs the default suites (every file in suites/) in a pytest subprocess whose
+clusters `broken_cluster.py` breaks, with the canaries on, and checks that:
+- the run fails, and its test time (the JUnit session time) stays under two minutes,
+  where without canaries each dependent test waits out its own 60-90 s timeouts;
+- the first failure in the report is a `CanaryFailed` whose diagnosis names the broken
+  component;
+- tests that do not rely on the broken behaviour still run and pass (the run goes on).
+The healthy control is the ordinary suite run (selfcheck and `pvchaos run`), where the
+canaries must pass; docs/self-verification.md has the measured cost.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import allure
+import pytest
+
+from tests.selfcheck.broken_cluster import BREAK_ENV
+from tests.selfcheck.test_detection_power import _outcomes, _stop, _sweep
+
+pytestmark = [allure.epic("Self-verification"), allure.feature("Canaries"), pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+BUDGET_S = 120.0  # the issue's bound on test time for a broken cluster's default run
+RUN_TIMEOUT_S = 420.0  # a hung run is stopped and reported, never waited on for ever
+
+# breakage -> words the first failure's diagnosis must contain
+CASES = {
+    "pv-binder": "is the persistentvolume-binder controller of kube-controller-manager running?",
+    "volumebinding": "VolumeBinding plugin",
+    "provisioner": "is the provisioner zonal.csi.pvchaos.dev running?",
+}
+
+
+def _run(breakage: str, tmp: Path) -> tuple[int | None, str, Path]:
+    junit = tmp / "junit.xml"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
+    env.update({BREAK_ENV: breakage, "PVCHAOS_STATE_DIR": str(tmp / "state")})
+    argv = [sys.executable, "-m", "pytest", "suites", "-p", "tests.selfcheck.broken_cluster", "-p", "no:cacheprovider",
+            "-q", "-n", "2", f"--junitxml={junit}"]
+    log = tmp / "output.txt"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        proc.wait(RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+    finally:
+        _sweep(tmp / "state")
+    return proc.returncode, log.read_text(errors="replace"), junit
+
+
+def _session_seconds(junit: Path) -> float:
+    suite = next(ET.parse(junit).iter("testsuite"))
+    return float(suite.get("time") or 0)
+
+
+@pytest.mark.parametrize("breakage", sorted(CASES))
+def test_a_broken_cluster_is_named_by_its_canary_within_two_minutes(breakage: str, tmp_path: Path) -> None:
+    code, output, junit = _run(breakage, tmp_path)
+    assert junit.exists(), f"no JUnit report; the run printed:\n{output[-3000:]}"
+    outcomes = list(_outcomes(junit).values())
+    failed = [o for o in outcomes if o.status in ("failed", "error")]
+    seconds = _session_seconds(junit)
+    allure.attach(output[-20000:], "pytest output", allure.attachment_type.TEXT)
+    allure.dynamic.parameter("test seconds", round(seconds), excluded=True)
+    assert code == 1, f"a broken cluster's run must fail (exit {code}):\n{output[-3000:]}"
+    assert seconds < BUDGET_S, f"test time {seconds:.0f}s is over {BUDGET_S:.0f}s:\n{output[-3000:]}"
+    assert failed, "no test failed"
+    first = failed[0]
+    assert "CanaryFailed" in first.message and CASES[breakage] in first.message, \
+        f"the first failure must be the canary's diagnosis naming the component, got {first.node_id}: {first.message}"
+    passed = [o for o in outcomes if o.status == "passed"]
+    assert passed, "tests that do not rely on the broken behaviour must still run and pass"
