@@ -63,7 +63,7 @@ def test_node_failure():
 '''
 
 RACES = '''
-from kube.errors import ApiUnreachable, ConditionNotReached, ExpectationFailed
+from kube.errors import ApiUnreachable, CanaryFailed, ConditionNotReached, ExpectationFailed
 from pvchaos.kit import measure
 
 
@@ -77,6 +77,10 @@ def test_wait():
 
 def test_api_down():
     raise ApiUnreachable("API server stopped answering while waiting 60s for Pod web-0")
+
+
+def test_canary():
+    raise CanaryFailed("canary binder failed on this cluster, so the test did not run: claims do not bind")
 
 
 def test_race():
@@ -135,7 +139,7 @@ def test_environment_properties_escape_keys(tmp_path: Path) -> None:
 def test_categories_file_names_every_category(tmp_path: Path) -> None:
     data = json.loads(report.write_categories(tmp_path).read_text())
     names = {c["name"] for c in data}
-    assert names == {"Product failures", "Harness errors", "Infrastructure errors",
+    assert names == {"Product failures", "Canary failures", "Harness errors", "Infrastructure errors",
                      "Skipped for capability"}
 
 
@@ -175,12 +179,12 @@ def test_summary_counts_and_timings(sample: Path) -> None:
     rows = {r.suite: r for r in report.summarize(sample / "allure-results")}
     topology, races = rows["test_topology"], rows["test_races"]
     assert (topology.passed, topology.failed, topology.broken, topology.skipped) == (2, 1, 1, 1)
-    assert (races.passed, races.failed, races.broken, races.skipped) == (1, 2, 1, 0)
+    assert (races.passed, races.failed, races.broken, races.skipped) == (1, 3, 1, 0)
     assert topology.times("recovery") == [12.5, 12.5]
     assert races.times("race") == [0.25]
     table = report.format_summary(list(rows.values()))
     assert "12.5" in table and "0.25" in table
-    assert table.splitlines()[-1].split()[:5] == ["total", "3", "3", "2", "1"]
+    assert table.splitlines()[-1].split()[:5] == ["total", "3", "4", "2", "1"]
 
 
 def test_summary_md_is_a_markdown_table(sample: Path, tmp_path: Path) -> None:
@@ -216,6 +220,7 @@ def test_categories_classify_results(built: Path) -> None:
     assert counts["Product failures"]["total"] == 3  # the assertion, ExpectationFailed, ConditionNotReached
     assert counts["Harness errors"] == {**counts["Harness errors"], "broken": 1, "total": 1}
     assert counts["Infrastructure errors"]["total"] == 1
+    assert counts["Canary failures"]["total"] == 1  # a CanaryFailed is not counted as an ordinary product failure
     assert counts["Skipped for capability"]["skipped"] == 1
     tree = report.read_report_json(built / "html", "data/categories.json")
     members = {c["name"]: {t["name"] for g in c["children"] for t in g["children"]}
@@ -223,6 +228,7 @@ def test_categories_classify_results(built: Path) -> None:
     assert members["Product failures"] == {"test_wrong_zone", "test_expectation", "test_wait"}
     assert members["Harness errors"] == {"test_harness_error"}
     assert members["Infrastructure errors"] == {"test_api_down"}
+    assert members["Canary failures"] == {"test_canary"}
 
 
 @pytest.mark.slow
@@ -235,7 +241,7 @@ def test_environment_shows(built: Path) -> None:
 def test_history_kept_across_runs(built: Path) -> None:
     trend = report.read_report_json(built / "html", "widgets/history-trend.json")
     assert len(trend) == 2
-    assert trend[0]["data"]["total"] == 9
+    assert trend[0]["data"]["total"] == 10
     assert len((built / "history" / "history.jsonl").read_text().splitlines()) == 2
     assert (built / "html" / "history" / "history.jsonl").is_file()
     assert "Product failures 3" in (built / "summary.md").read_text()
