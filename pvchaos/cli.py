@@ -119,7 +119,8 @@ def _run(args: argparse.Namespace) -> int:
     return run_backends(from_values(vars(args).get, pytest_side=False))
 
 
-SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind")  # tests/conftest.py assigns them
+SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix")  # tests/conftest.py assigns them
+ON_REQUEST_TIERS = ("matrix",)  # too long for every run: only `--tier matrix` runs it
 
 
 def _selftest(args: argparse.Namespace) -> int:
@@ -128,7 +129,8 @@ def _selftest(args: argparse.Namespace) -> int:
         ensure_binaries(DEFAULT_K8S_VERSION)
     extra = [a for a in args.pytest_args if a != "--"]
     target = ["tests/unit"] if args.tier == "unit" else ["tests"]
-    tier = [] if args.tier == "all" else ["-m", f"tier_{args.tier}"]
+    tier = (["-m", " and ".join(f"not tier_{t}" for t in ON_REQUEST_TIERS)] if args.tier == "all"
+            else ["-m", f"tier_{args.tier}"])
     argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *extra]
     return subprocess.call(argv, cwd=REPO_ROOT)
 

@@ -7,7 +7,10 @@ runs in seconds and CI can run the expensive tiers apart:
 - `cluster`: real local clusters (lifecycle, backends against a running API server, the
   external-project test);
 - `selfcheck`: the suites themselves, on healthy and deliberately broken clusters;
-- `kind`: a Docker engine (started here when none answers) and real kind clusters.
+- `kind`: a Docker engine (started here when none answers) and real kind clusters;
+- `matrix`: every suite test under the breakage that must make it fail
+  (selfcheck/breakage_table.py); about 15 minutes, so `selftest` runs it only when asked
+  (`--tier matrix`), not with the other tiers.
 
 `pytester` runs small pytest sessions in-process, with the pvchaos plugin loaded by its
 entry point, as a user's suite would have it.
@@ -26,6 +29,7 @@ TIERS: tuple[tuple[str, str], ...] = (
     ("backends/test_kind", "binaries"),
     ("backends/", "cluster"),
     ("cluster/", "cluster"),
+    ("selfcheck/test_breakage_matrix", "matrix"),
     ("selfcheck/", "selfcheck"),
     ("kind/", "kind"),
 )

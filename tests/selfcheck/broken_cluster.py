@@ -16,6 +16,18 @@ Breakages (what a real cluster gets wrong, made on purpose):
   starts. The cluster still declares `dynamic-zonal`, as a cluster whose CSI driver
   crashed would: starting it with `provisioner=False` instead would make the dynamic
   tests skip ("backend local: no dynamic-zonal"), which proves nothing.
+- `nodeaffinity`: kube-scheduler without its NodeAffinity plugin: nodeSelector and node
+  affinity of pods are ignored;
+- `noderesourcesfit`: kube-scheduler without NodeResourcesFit: requests beyond a node's
+  allocatable (ephemeral storage included) no longer keep a pod off it;
+- `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
+  force-deletes the pods of a node with the out-of-service taint;
+- `zone-threshold`: kube-controller-manager with `--unhealthy-zone-threshold=1`, so a zone
+  with 3 of 4 nodes down is never "partially disrupted" and tainting goes on;
+- `gate-on`: clusters asked for with MutablePVNodeAffinity off get it on;
+- `apiserver-gate-off`: kube-apiserver is restarted with MutablePVNodeAffinity off right
+  after the cluster starts, while the cluster still declares `mutable-pv-affinity` (a
+  control plane whose apiserver lost the gate in an upgrade).
 
 The pvchaos plugin is not changed: this plugin implements its hooks
 (`pytest_pvchaos_local_config`, `pytest_pvchaos_cluster_started`, pvchaos/plugin/hookspecs.py).
@@ -31,15 +43,30 @@ import pytest
 from clusters.backend import ClusterHandle
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
+from kube import kinds
+from kube.client import connect
+from kube.poll import poll_until
 
 BREAK_ENV = "PVCHAOS_BREAK"
 PV_BINDER = "persistentvolume-binder-controller"  # kube-controller-manager 1.35 --controllers name
+
+POD_GC = "pod-garbage-collector-controller"
+GATE = "MutablePVNodeAffinity"
 
 BREAKAGES: dict[str, str] = {
     "volumebinding": "kube-scheduler without the VolumeBinding plugin",
     "pv-binder": f"kube-controller-manager without {PV_BINDER}",
     "provisioner": "test provisioner stopped after cluster start",
+    "nodeaffinity": "kube-scheduler without the NodeAffinity plugin",
+    "noderesourcesfit": "kube-scheduler without the NodeResourcesFit plugin",
+    "pod-gc": f"kube-controller-manager without {POD_GC}",
+    "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
+    "gate-on": f"{GATE} on where a test asked for it off",
+    "apiserver-gate-off": f"kube-apiserver restarted with {GATE}=false after start",
 }
+_SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
+                     "noderesourcesfit": "NodeResourcesFit"}
+_CONTROLLER = {"pv-binder": PV_BINDER, "pod-gc": POD_GC}
 
 def breakage() -> str | None:
     """The breakage asked for in the environment; a typo is a usage error, not a no-op."""
@@ -52,13 +79,36 @@ def breakage() -> str | None:
 
 
 def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
-    """The configuration with the scheduler plugin or controller taken out (pure)."""
-    if what == "volumebinding":
+    """The configuration with the scheduler plugin, controller, flag or gate changed (pure)."""
+    if what in _SCHEDULER_PLUGIN:
         return replace(cfg, disabled_scheduler_plugins=tuple(
-            dict.fromkeys((*cfg.disabled_scheduler_plugins, "VolumeBinding"))))
-    if what == "pv-binder":
-        return replace(cfg, disabled_controllers=tuple(dict.fromkeys((*cfg.disabled_controllers, PV_BINDER))))
+            dict.fromkeys((*cfg.disabled_scheduler_plugins, _SCHEDULER_PLUGIN[what]))))
+    if what in _CONTROLLER:
+        return replace(cfg, disabled_controllers=tuple(dict.fromkeys((*cfg.disabled_controllers, _CONTROLLER[what]))))
+    if what == "zone-threshold":
+        return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
+    if what == "gate-on" and cfg.feature_gates.get(GATE) is False:
+        return replace(cfg, feature_gates={**cfg.feature_gates, GATE: True})
     return cfg
+
+
+def _restart_apiserver_without_gate(local: LocalCluster, handle: ClusterHandle) -> None:
+    """Same flags, the gate off; returns once the API answers again."""
+    assert local.state is not None
+    local.stop_component("kube-apiserver")
+    rec = local.state.processes["kube-apiserver"]
+    argv = tuple(a.replace(f"{GATE}=true", f"{GATE}=false") if a.startswith("--feature-gates=") else a
+                 for a in rec.argv)
+    if argv == rec.argv:
+        argv = (*argv, f"--feature-gates={GATE}=false")
+    local.state.processes["kube-apiserver"] = replace(rec, argv=argv)
+    local.start_component("kube-apiserver")
+    kube = connect(handle.kubeconfig, handle.context)
+    try:
+        poll_until(lambda: True if kinds.list_objects(kube, "Node")[0] else None, 60,
+                   "kube-apiserver answers after its restart without the gate")
+    finally:
+        kube.api.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,8 +121,11 @@ def pytest_pvchaos_local_config(config: pytest.Config, cluster_config: LocalClus
 
 
 def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, handle: ClusterHandle) -> None:
-    if breakage() == "provisioner" and local.cfg.provisioner:
+    what = breakage()
+    if what == "provisioner" and local.cfg.provisioner:
         local.stop_component("provisioner")
+    if what == "apiserver-gate-off" and handle.feature_gates.get(GATE):
+        _restart_apiserver_without_gate(local, handle)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

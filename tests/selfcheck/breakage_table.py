@@ -1,0 +1,150 @@
+"""Every suite test and the breakage that must make it fail (issue 15).
+
+A test that passes whatever the cluster does proves nothing, so each suite test names
+the one breakage of exactly what it checks; `test_breakage_matrix.py` runs every test
+under its breakage and requires it to fail, and `tests/unit/test_breakage_table.py`
+requires every collected suite test to be listed here and the table in
+docs/self-verification.md to be this one. A test no switch can break says why.
+
+Breakages come from two plugins: `broken_cluster.py` (PVCHAOS_BREAK: the cluster is
+started broken, or broken right after it starts) and `chaos_breakage.py`
+(PVCHAOS_CHAOS_BREAK: kube-controller-manager loses a controller mid-life, or the
+expectation table is wrong).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BROKEN_CLUSTER = ("tests.selfcheck.broken_cluster", "PVCHAOS_BREAK")
+CHAOS_BREAKAGE = ("tests.selfcheck.chaos_breakage", "PVCHAOS_CHAOS_BREAK")
+
+# breakage -> (plugin module, environment variable)
+PLUGIN_OF: dict[str, tuple[str, str]] = {
+    **{b: BROKEN_CLUSTER for b in ("volumebinding", "pv-binder", "provisioner", "nodeaffinity",
+                                   "noderesourcesfit", "pod-gc", "zone-threshold", "gate-on", "apiserver-gate-off")},
+    **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What must make one test fail, or why nothing can."""
+
+    breakage: str | None
+    why: str
+
+
+def _e(breakage: str, why: str) -> Entry:
+    return Entry(breakage, why)
+
+
+def _none(why: str) -> Entry:
+    return Entry(None, why)
+
+
+BM, CR, LC, LV = "test_binding_modes", "test_component_restart", "test_label_changes", "test_local_volumes"
+NF, PM, RK, RC = "test_node_failure", "test_pv_affinity_mutation", "test_real_kubelet", "test_reclaim"
+SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
+
+_STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
+                 "rox-claim-binds-multi-mode-pv", "rox-pv-refuses-rwo-claim", "block-pv-refuses-filesystem-claim",
+                 "block-claim-binds-block-pv", "class-mismatch-stays-pending", "selector-picks-labelled-pv",
+                 "selector-excludes-every-pv")
+_MISMATCH_CASES = ("too-small", "class", "volume-mode", "access-mode")
+_PV_BINDER_WHY = "the PV controller decides static binding and reports mismatches; without it nothing binds or is reported"
+_GATE_WHY = "the update needs the gate in the API server; without it the API rejects the mutation"
+_VALIDATION_WHY = ("the API gives the same answer with the gate on and off (validation allows it, or rejects it, "
+                   "in every version); only a validation regression would break it, and no switch makes one")
+
+TABLE: dict[str, Entry] = {
+    f"{BM}::test_immediate_binding_strands_pod_in_other_zone": _e(
+        "volumebinding", "the VolumeBinding plugin is what rejects a node outside the bound PV's affinity"),
+    f"{BM}::test_wait_for_first_consumer_provisions_in_pod_zone": _e(
+        "volumebinding", "the VolumeBinding plugin selects the node the claim is provisioned for"),
+    f"{BM}::test_allowed_topologies_limit_immediate_provisioning": _e(
+        "provisioner", "Immediate provisioning is the provisioner's alone"),
+    f"{BM}::test_pod_pinned_outside_allowed_topologies_fails": _e(
+        "volumebinding", "the VolumeBinding plugin rejects nodes outside the class's allowedTopologies"),
+    f"{BM}::test_unbound_immediate_claim_blocks_pod": _e(
+        "volumebinding", "the VolumeBinding plugin holds pods with unbound Immediate claims"),
+    f"{BM}::test_ephemeral_storage_beyond_any_node_stays_pending": _e(
+        "noderesourcesfit", "NodeResourcesFit keeps a pod off nodes without the ephemeral storage it requests"),
+    f"{CR}::test_scheduler_restart_mid_binding": _e(
+        "volumebinding", "after the restart, WaitForFirstConsumer claims bind through the VolumeBinding plugin"),
+    f"{CR}::test_controller_manager_restart_mid_binding": _e(
+        "pv-binder", "after the restart, the PV controller binds the waiting claims"),
+    f"{LC}::test_running_pod_stays_new_pods_follow_new_labels": _e(
+        "nodeaffinity", "the NodeAffinity plugin makes new pods follow nodeSelector labels (three new pods must all "
+        "land on storage=ssd nodes and one on the relabelled node: a scheduler ignoring labels passes that by chance "
+        "about once in 160 runs)"),
+    f"{LC}::test_node_without_zone_label_gets_no_zonal_pods": _e(
+        "volumebinding", "the VolumeBinding plugin rejects a node whose labels no longer match the PV's affinity"),
+    f"{LV}::test_statefulset_on_local_pvs": _e(
+        "volumebinding", "local PVs bind through the VolumeBinding plugin when the pod is placed"),
+    f"{LV}::test_statefulset_on_dynamic_local_volumes": _e(
+        "volumebinding", "the VolumeBinding plugin selects the node a local volume is provisioned on"),
+    f"{NF}::test_node_failure_taints_and_evicts_on_schedule": _e(
+        "taint-eviction", "the taint-eviction controller evicts on the toleration schedule"),
+    f"{NF}::test_statefulset_zonal_volume_moves_within_zone": _e(
+        "node-lifecycle", "the node-lifecycle controller marks the lost node unreachable, which the test waits for "
+        "before it force-deletes the replica"),
+    f"{NF}::test_statefulset_local_volume_waits_for_its_node": _e(
+        "volumebinding", "the VolumeBinding plugin keeps the replacement off nodes its local PV excludes"),
+    f"{NF}::test_out_of_service_taint_moves_replica": _e(
+        "pod-gc", "the pod garbage collector force-deletes pods of a node with the out-of-service taint"),
+    f"{PM}::test_gate_off_update[change-existing-rejected]": _e(
+        "gate-on", "with the gate on the API accepts the change the gate-off cluster must reject"),
+    f"{PM}::test_gate_off_update[set-where-none-accepted]": _none(_VALIDATION_WHY),
+    f"{PM}::test_gate_off_update[beta-to-ga-key-accepted]": _none(_VALIDATION_WHY),
+    f"{PM}::test_seed_kubectl_merge_patch_is_accepted": _e("apiserver-gate-off", _GATE_WHY),
+    f"{PM}::test_mutation_keeps_pv_bound_refuting_available_and_rebind_claim": _e(
+        "wrong-mutation-table", "the expected outcome comes from the expectation table; a wrong table must show as a diff"),
+    f"{PM}::test_relax_add_zone_schedules_pending_pod": _e("apiserver-gate-off", _GATE_WHY),
+    f"{PM}::test_relax_zone_to_region_schedules_pending_pod": _e("apiserver-gate-off", _GATE_WHY),
+    f"{PM}::test_tightening_race_is_measured": _e("apiserver-gate-off", _GATE_WHY),
+    f"{PM}::test_gate_on_still_validates[empty-affinity]": _none(_VALIDATION_WHY),
+    f"{PM}::test_gate_on_still_validates[empty-terms]": _none(_VALIDATION_WHY),
+    f"{PM}::test_retain_workflow_after_mutation": _e("apiserver-gate-off", _GATE_WHY),
+    f"{RK}::test_local_volume_data_survives_node_crash_and_return": _none(
+        "runs on the kind backend only (real kubelets); tests/kind runs it there, and this matrix breaks local clusters"),
+    f"{RC}::test_delete_policy_removes_volume": _e("provisioner", "the provisioner deletes a released dynamic volume"),
+    f"{RC}::test_retain_policy_released_until_claim_ref_cleared": _e(
+        "pv-binder", "the PV controller moves a PV to Released and back to Available"),
+    f"{RC}::test_switch_to_retain_keeps_volume": _e("pv-binder", "the PV controller releases and keeps the volume"),
+    f"{SP}::test_topology_spread_puts_replicas_and_volumes_in_distinct_zones": _e(
+        "volumebinding", "the VolumeBinding plugin provisions each replica's volume in its pod's zone"),
+    f"{SP}::test_per_zone_classes_with_anti_affinity": _e(
+        "volumebinding", "the VolumeBinding plugin provisions each volume where its class and pod allow"),
+    **{f"{SB}::test_static_binding[{case}]": _e("pv-binder", _PV_BINDER_WHY) for case in _STATIC_CASES},
+    f"{SB}::test_class_name_typo_is_reported": _e("pv-binder", _PV_BINDER_WHY),
+    f"{SB}::test_volume_name_binds_that_pv_not_the_smallest": _e("pv-binder", _PV_BINDER_WHY),
+    **{f"{SB}::test_volume_name_mismatch_is_reported[{case}]": _e("pv-binder", _PV_BINDER_WHY)
+       for case in _MISMATCH_CASES},
+    f"{ZO}::test_single_zone_outage_evicts_that_zone": _e(
+        "taint-eviction", "the taint-eviction controller evicts the down zone's pods"),
+    f"{ZO}::test_all_zones_down_evicts_nothing": _e(
+        "node-lifecycle", "the node-lifecycle controller must see every node Unknown and enter master disruption "
+        "mode; no switch makes it evict in that mode, so the test is proven on its first half"),
+    f"{ZO}::test_partial_zone_disruption_stops_tainting": _e(
+        "zone-threshold", "the node-lifecycle controller's unhealthy-zone threshold is what stops the tainting"),
+}
+
+
+def by_breakage() -> dict[str, list[str]]:
+    """Breakage -> the suite test ids (suites/<file>.py::<test>) that must fail under it."""
+    out: dict[str, list[str]] = {}
+    for test, entry in TABLE.items():
+        if entry.breakage is not None:
+            module, name = test.split("::", 1)
+            out.setdefault(entry.breakage, []).append(f"suites/{module}.py::{name}")
+    return out
+
+
+def markdown() -> str:
+    """The table as it stands in docs/self-verification.md."""
+    lines = ["| suite test | breakage that must make it fail | why |", "| --- | --- | --- |"]
+    for test, entry in sorted(TABLE.items()):
+        lines.append(f"| `{test.removeprefix('test_')}` | {f'`{entry.breakage}`' if entry.breakage else 'none'} "
+                     f"| {entry.why} |")
+    return "\n".join(lines)

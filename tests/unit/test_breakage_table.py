@@ -1,0 +1,43 @@
+"""Every suite test names the breakage that must make it fail (issue 15), and the docs
+show the same table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.selfcheck import broken_cluster, chaos_breakage
+from tests.selfcheck.breakage_table import PLUGIN_OF, TABLE, markdown
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _collected() -> set[str]:
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "suites"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120).stdout
+    return {line.removeprefix("suites/").replace(".py::", "::") for line in out.splitlines()
+            if line.startswith("suites/")}
+
+
+def test_every_collected_suite_test_is_in_the_table_and_nothing_else() -> None:
+    collected = _collected()
+    assert collected, "collection found no suite tests"
+    assert sorted(collected - set(TABLE)) == [], "suite tests without a breakage in tests/selfcheck/breakage_table.py"
+    assert sorted(set(TABLE) - collected) == [], "table entries for tests that no longer exist"
+
+
+def test_every_named_breakage_exists_in_its_plugin() -> None:
+    known = {**{b: "broken_cluster" for b in broken_cluster.BREAKAGES},
+             **{b: "chaos_breakage" for b in (*chaos_breakage.CONTROLLERS, "wrong-mutation-table")}}
+    for test, entry in TABLE.items():
+        if entry.breakage is None:
+            assert entry.why, f"{test}: no breakage and no reason"
+            continue
+        assert entry.breakage in known, f"{test}: unknown breakage {entry.breakage}"
+        assert PLUGIN_OF[entry.breakage][0].endswith(known[entry.breakage])
+
+
+def test_the_docs_show_this_table() -> None:
+    doc = (REPO / "docs" / "self-verification.md").read_text()
+    assert markdown() in doc, "docs/self-verification.md: paste tests.selfcheck.breakage_table.markdown() again"
