@@ -2,8 +2,10 @@
 
 Each case runs the default suites (every file in suites/) in a pytest subprocess whose
 clusters `broken_cluster.py` breaks, with the canaries on, and checks that:
-- the run fails, and its test time (the JUnit session time) stays under two minutes,
-  where without canaries each dependent test waits out its own 60-90 s timeouts;
+- the run fails, and the tests that rely on the broken behaviour cost under two minutes
+  of test time together (JUnit times, cluster start and canaries included), where without
+  canaries each waits out its own 60-90 s timeouts (978 s for the default run with the PV
+  binder off); the tests that do not rely on it take their usual time, as they must;
 - the first failure in the report is a `CanaryFailed` whose diagnosis names the broken
   component;
 - tests that do not rely on the broken behaviour still run and pass (the run goes on).
@@ -57,9 +59,12 @@ def _run(breakage: str, tmp: Path) -> tuple[int | None, str, Path]:
     return proc.returncode, log.read_text(errors="replace"), junit
 
 
-def _session_seconds(junit: Path) -> float:
-    suite = next(ET.parse(junit).iter("testsuite"))
-    return float(suite.get("time") or 0)
+def _seconds(junit: Path) -> tuple[float, float]:
+    """(session seconds, seconds spent in tests that failed or errored)."""
+    tree = ET.parse(junit)
+    failing = sum(float(tc.get("time") or 0) for tc in tree.iter("testcase")
+                  if any(child.tag in ("failure", "error") for child in tc))
+    return float(next(tree.iter("testsuite")).get("time") or 0), failing
 
 
 @pytest.mark.parametrize("breakage", sorted(CASES))
@@ -68,11 +73,12 @@ def test_a_broken_cluster_is_named_by_its_canary_within_two_minutes(breakage: st
     assert junit.exists(), f"no JUnit report; the run printed:\n{output[-3000:]}"
     outcomes = list(_outcomes(junit).values())
     failed = [o for o in outcomes if o.status in ("failed", "error")]
-    seconds = _session_seconds(junit)
+    session, failing = _seconds(junit)
     allure.attach(output[-20000:], "pytest output", allure.attachment_type.TEXT)
-    allure.dynamic.parameter("test seconds", round(seconds), excluded=True)
+    print(f"[pvchaos] {breakage}: {len(failed)} tests failed in {failing:.0f}s of test time; session {session:.0f}s")
     assert code == 1, f"a broken cluster's run must fail (exit {code}):\n{output[-3000:]}"
-    assert seconds < BUDGET_S, f"test time {seconds:.0f}s is over {BUDGET_S:.0f}s:\n{output[-3000:]}"
+    assert failing < BUDGET_S, \
+        f"the {len(failed)} failing tests took {failing:.0f}s, over {BUDGET_S:.0f}s:\n{output[-3000:]}"
     assert failed, "no test failed"
     first = failed[0]
     assert "CanaryFailed" in first.message and CASES[breakage] in first.message, \
