@@ -19,6 +19,7 @@ from clusters.kind import KindBackend
 from clusters.options import BACKENDS, REPO_ROOT, Options
 from clusters.options import pytest_flags as _pytest_flags
 from clusters.topology import Topology
+from conformance import feature_gates
 from drivers.profile import load_profile
 from pvchaos import compare_backends as cmp
 from pvchaos import report
@@ -224,4 +225,4 @@ def environment(req: Options) -> dict[str, str]:
         profile = load_profile(req.profile)
         env["driver"] = profile.name
         env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))
-    return env
+    return {**env, **feature_gates.environment()}  # each gate the suites depend on, per version
