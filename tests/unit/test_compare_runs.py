@@ -18,6 +18,7 @@ import pytest
 from pvchaos import compare_runs as cr
 from pvchaos import report
 from pvchaos.cli import main
+from pvchaos.results import merge_into
 
 DATA = Path(__file__).parent / "data" / "compare"
 DYNAMIC = ("test_reclaim::test_delete_policy_removes_volume", "test_reclaim::test_switch_to_retain_keeps_volume")
@@ -175,3 +176,16 @@ def test_recorded_data_is_trimmed_real_allure_output() -> None:
         files = list((DATA / name / "allure-results").glob("*-result.json"))
         assert len(files) == 3
         assert all(json.loads(f.read_text())["fullName"].startswith("suites.test_reclaim#") for f in files)
+
+
+def test_reports_of_several_backends_keep_each_backends_tests_apart(tmp_path: Path) -> None:
+    """`run --backend local,kind` merges both runs into one allure-results, tagged: a
+    comparison of two such reports compares local with local and kind with kind."""
+    for name, kind_status in (("a", "passed"), ("b", "failed")):
+        for backend, status in (("local", "passed"), ("kind", kind_status)):
+            src = tmp_path / f"{name}-{backend}"
+            src.mkdir()
+            (src / "u-result.json").write_text(json.dumps(result("t", status, message="x" if status == "failed" else "")))
+            merge_into(report.layout(tmp_path / name).results, backend, src)
+    changes = cr.compare(cr.load_run(tmp_path / "a", "A"), cr.load_run(tmp_path / "b", "B"))
+    assert [(c.test, c.verdict) for c in changes] == [("test_x::t (backend=kind)", ("passed", "failed"))]
