@@ -124,13 +124,7 @@ def _compare(args: argparse.Namespace) -> int:
     """Exit 1 when a test that passed in A fails in B, else 0 (bad input: 2, nothing written)."""
     a = compare_runs.load_run(args.report_a, "A")
     b = compare_runs.load_run(args.report_b, "B")
-    out = Path(args.report_dir)
-    if out.resolve() in (a.directory.resolve(), b.directory.resolve()):
-        raise compare_runs.CompareError(f"--report-dir {out}: is one of the compared reports; give another directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise compare_runs.CompareError(f"--report-dir {out}: cannot write there ({exc.strerror})") from None
+    out = compare_runs.prepare_output(Path(args.report_dir), a, b)
     changes = compare_runs.compare(a, b)
     markdown = compare_runs.write_report(out, changes, a, b)
     print(markdown.read_text(encoding="utf-8"), end="")

@@ -64,13 +64,11 @@ class Run:
     """One report directory: its results by test and the environment it recorded."""
 
     label: str
-    directory: Path
+    directory: Path  # as given: a report directory, or an allure-results directory
     results: Mapping[str, Mapping[str, Any]]
     environment: Mapping[str, str] = field(default_factory=dict)
+    results_dir: Path | None = None  # where the *-result.json files are
 
-    @property
-    def results_dir(self) -> Path:
-        return report.layout(self.directory).results
 
 
 @dataclass(frozen=True)
@@ -102,15 +100,14 @@ def load_run(directory: Path | str, label: str) -> Run:
     root = Path(directory)
     if not root.is_dir():
         raise CompareError(f"REPORT_DIR_{label} {root}: " + ("not a directory" if root.exists() else "no such directory"))
-    lay = report.layout(root)
-    if not any(lay.results.glob("*-result.json")) and any(root.glob("*-result.json")):
-        root = root.parent  # given the allure-results directory itself
-        lay = report.layout(root)
-    results = latest_by_test(report.load_results(lay.results)) if lay.results.is_dir() else {}
+    found = report.layout(root).results
+    if not any(found.glob("*-result.json")) and any(root.glob("*-result.json")):
+        found = root  # given the allure-results directory itself
+    results = latest_by_test(report.load_results(found)) if found.is_dir() else {}
     if not results:
-        raise CompareError(f"REPORT_DIR_{label} {Path(directory)}: not a pvchaos report (expected allure-results/ with "
+        raise CompareError(f"REPORT_DIR_{label} {root}: not a pvchaos report (expected allure-results/ with "
                            "*-result.json files, as `pvchaos run --report-dir DIR` writes)")
-    return Run(label, root, results, report.read_environment(lay.results))
+    return Run(label, root, results, report.read_environment(found), found)
 
 
 def normalize(message: str) -> str:
@@ -214,6 +211,18 @@ def render_markdown(changes: list[Change], a: Run, b: Run) -> str:
     return "\n".join(lines) + "\n"
 
 
+def prepare_output(out: Path, a: Run, b: Run) -> Path:
+    """The output directory, created; refused when writing there would touch a compared run."""
+    inputs = {p.resolve() for run in (a, b) for p in (run.directory, run.results_dir) if p is not None}
+    if {out.resolve(), report.layout(out).results.resolve()} & inputs:
+        raise CompareError(f"--report-dir {out}: is one of the compared reports; give another directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompareError(f"--report-dir {out}: cannot write there ({exc.strerror})") from None
+    return out
+
+
 def write_report(out: Path, changes: list[Change], a: Run, b: Run) -> Path:
     """OUT/compare.md, and OUT/allure-results with both runs (tagged run=A, run=B), one
     result per change (the category "Behaviour changes..." collects them) and one with
@@ -224,7 +233,7 @@ def write_report(out: Path, changes: list[Change], a: Run, b: Run) -> Path:
             if old.is_file():
                 old.unlink()
     for run in (a, b):
-        merge_into(results, run.label, run.results_dir, dimension="run")
+        merge_into(results, run.label, run.results_dir or report.layout(run.directory).results, dimension="run")
     for c in changes:
         text = CHANGE_PREFIX + c.summary()
         report.write_synthetic_result(

@@ -144,7 +144,11 @@ def test_cli_writes_markdown_and_allure_results_and_exits_1_on_a_regression(
 
 
 def test_the_allure_results_directory_itself_is_accepted(tmp_path: Path) -> None:
-    assert cr.load_run(DATA / "healthy" / "allure-results", "A").directory == DATA / "healthy"
+    copy = tmp_path / "some-results"
+    shutil.copytree(DATA / "broken" / "allure-results", copy)
+    got = cr.load_run(copy, "B")
+    assert got.results_dir == copy and got.environment["kubernetes"] == "v1.35.4"
+    assert [c.test for c in cr.compare(cr.load_run(DATA / "healthy", "A"), got)] == list(DYNAMIC)
 
 
 @pytest.mark.parametrize(("make", "words"), [
@@ -168,6 +172,9 @@ def test_the_output_may_not_be_a_compared_report(tmp_path: Path, capsys: pytest.
     before = sorted(p.name for p in (copy / "allure-results").iterdir())
     assert main(["compare", str(DATA / "healthy"), str(copy), "--report-dir", str(copy)]) == 2
     assert "is one of the compared reports" in capsys.readouterr().err
+    assert sorted(p.name for p in (copy / "allure-results").iterdir()) == before
+    # given as its allure-results directory, the report around it is still refused
+    assert main(["compare", str(DATA / "healthy"), str(copy / "allure-results"), "--report-dir", str(copy)]) == 2
     assert sorted(p.name for p in (copy / "allure-results").iterdir()) == before
 
 
