@@ -1,4 +1,4 @@
-"""The `pvchaos` command: clusters (up, down, list), build, run, selftest.
+"""The `pvchaos` command: clusters (up, down, list), build, run, compare, selftest.
 
 Every failure a user can cause ends in one line on stderr and exit code 2; nothing is
 left running or on disk by a command that failed.
@@ -18,6 +18,7 @@ from clusters.local.config import LocalClusterConfig, parse_feature_gates
 from clusters.local.registry import destroy, list_clusters
 from clusters.options import REPO_ROOT, add_run_arguments, from_values
 from clusters.topology import Topology
+from pvchaos import compare_runs, report
 from pvchaos.runner import run_backends
 from tools.build import BuildError, ensure_binaries
 from tools.docker_engine import EngineError, ensure_engine, stop_engine
@@ -119,6 +120,21 @@ def _run(args: argparse.Namespace) -> int:
     return run_backends(from_values(vars(args).get, pytest_side=False))
 
 
+def _compare(args: argparse.Namespace) -> int:
+    """Exit 1 when a test that passed in A fails in B, else 0 (bad input: 2, nothing written)."""
+    a = compare_runs.load_run(args.report_a, "A")
+    b = compare_runs.load_run(args.report_b, "B")
+    out = compare_runs.prepare_output(Path(args.report_dir), a, b)
+    changes = compare_runs.compare(a, b)
+    markdown = compare_runs.write_report(out, changes, a, b)
+    print(markdown.read_text(encoding="utf-8"), end="")
+    if not args.no_html:
+        html = report.build_report(out, compare_runs.environment(a, b), categories=[compare_runs.CATEGORY])
+        print(f"Allure report (both runs and the changes): {html}")
+    print(f"Markdown: {markdown}")
+    return 1 if compare_runs.regressions(changes) else 0
+
+
 SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix")  # tests/conftest.py assigns them
 ON_REQUEST_TIERS = ("matrix",)  # too long for every run: only `--tier matrix` runs it
 
@@ -169,6 +185,15 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run the suites and write the Allure report (the main job)")
     add_run_arguments(r)
     r.set_defaults(func=_run)
+
+    c = sub.add_parser("compare", help="what changed between two report directories (exit 1: a test that "
+                                       "passed in A fails in B)")
+    c.add_argument("report_a", metavar="REPORT_DIR_A", help="the earlier run (pvchaos run --report-dir)")
+    c.add_argument("report_b", metavar="REPORT_DIR_B", help="the later run")
+    c.add_argument("--report-dir", default=str(REPO_ROOT / "reports" / "compare"),
+                   help="where compare.md and the Allure report of both runs go (default reports/compare)")
+    c.add_argument("--no-html", action="store_true", help="only compare.md and allure-results, no HTML report")
+    c.set_defaults(func=_compare)
 
     k = sub.add_parser("kind", help="kind backend tools").add_subparsers(dest="action", required=True)
     bi = k.add_parser("build-image", help="build (or find cached) the offline kind node image of a version")

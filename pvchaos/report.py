@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import hashlib
 import json
 import os
 import re
@@ -22,6 +23,8 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import time
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +94,29 @@ def write_environment(results_dir: Path | str, env: Mapping[str, str]) -> Path:
     return path
 
 
+def read_environment(results_dir: Path | str) -> dict[str, str]:
+    """environment.properties as `write_environment` wrote it ({} when there is none)."""
+    path = Path(results_dir) / "environment.properties"
+    if not path.is_file():
+        return {}
+    unescape = {"n": "\n", "r": "\r", "t": "\t"}
+    env = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, value, sep = [], [], False
+        chars = iter(line)
+        for c in chars:
+            if c == "\\":
+                nxt = next(chars, "")
+                (value if sep else key).append(unescape.get(nxt, nxt))
+            elif c == "=" and not sep:
+                sep = True
+            else:
+                (value if sep else key).append(c)
+        if sep:
+            env["".join(key)] = "".join(value)
+    return env
+
+
 def _names(names: Iterable[str]) -> str:
     return r"\b(" + "|".join(names) + r")\b"
 
@@ -126,11 +152,37 @@ CATEGORIES: list[dict[str, Any]] = [
 ]
 
 
-def write_categories(results_dir: Path | str) -> Path:
-    """Write categories.json, which sorts failures into product, harness and infrastructure."""
+def write_categories(results_dir: Path | str, first: Iterable[Mapping[str, Any]] = ()) -> Path:
+    """Write categories.json, which sorts failures into product, harness and infrastructure;
+    `first` are rules of a report of its own (e.g. `pvchaos compare`'s), matched before those."""
     path = Path(results_dir) / "categories.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(CATEGORIES, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps([*first, *CATEGORIES], indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def write_synthetic_result(target: Path, *, name: str, full_name: str, identity: str, failure: str | None,
+                           labels: Mapping[str, str], attachment: tuple[str, str] | None = None,
+                           message: str | None = None) -> Path:
+    """A result the harness writes itself (a comparison, a summary) so the HTML report
+    carries it: failed with `failure` as its message, else passed (with `message`, if
+    any); `attachment` is (title, Markdown). `identity` keeps its history across runs."""
+    ident = str(uuid.uuid4())
+    now = int(time.time() * 1000)
+    text = failure if failure is not None else message
+    result: dict[str, Any] = {
+        "uuid": ident, "name": name, "fullName": full_name,
+        "historyId": hashlib.md5(identity.encode()).hexdigest(),  # noqa: S324 - an id, not a secret
+        "status": "failed" if failure is not None else "passed", "stage": "finished", "start": now, "stop": now,
+        "statusDetails": {"message": text} if text else {},
+        "labels": [{"name": k, "value": v} for k, v in labels.items()], "attachments": [], "parameters": [],
+    }
+    if attachment:
+        source = f"{ident}-attachment.md"
+        (target / source).write_text(attachment[1], encoding="utf-8")
+        result["attachments"] = [{"name": attachment[0], "source": source, "type": "text/markdown"}]
+    path = target / f"{ident}-result.json"
+    path.write_text(json.dumps(result), encoding="utf-8")
     return path
 
 
@@ -232,11 +284,12 @@ def read_report_json(html_dir: Path | str, name: str) -> Any:
     return json.loads(base64.b64decode(match.group(1)))
 
 
-def build_report(report_dir: Path | str, env: Mapping[str, str]) -> Path:
+def build_report(report_dir: Path | str, env: Mapping[str, str],
+                 categories: Iterable[Mapping[str, Any]] = ()) -> Path:
     """Everything after pytest: environment, categories, history, HTML, summary.md."""
     lay = layout(report_dir)
     write_environment(lay.results, env)
-    write_categories(lay.results)
+    write_categories(lay.results, categories)
     restore_history(lay.root)
     index = generate_html(lay.root)
     save_history(lay.root)
@@ -275,17 +328,32 @@ def _suite_of(result: Mapping[str, Any]) -> str:
     return _label(result, "suite") or _label(result, "parentSuite") or full.split("#", 1)[0]
 
 
-def _number(raw: Any) -> float | None:
+def parameter_text(raw: Any) -> str:
     """allure-pytest stores parameter values as repr() text, so "'12.5'" means 12.5."""
     text = str(raw).strip()
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         value = text
+    return str(value).strip()
+
+
+def _number(raw: Any) -> float | None:
     try:
-        return float(str(value).strip())
+        return float(parameter_text(raw))
     except ValueError:
         return None
+
+
+def measurements(result: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """The timings a test recorded (numeric parameters named "... seconds", pvchaos.kit.measure)."""
+    out = []
+    for param in result.get("parameters") or []:
+        pname = str(param.get("name", "")).strip()
+        value = _number(param.get("value"))
+        if pname.lower().endswith("seconds") and value is not None:
+            out.append((pname, value))
+    return out
 
 
 def _latest(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -321,11 +389,8 @@ def summarize(results_dir: Path | str) -> list[SuiteRow]:
             setattr(row, status, getattr(row, status) + 1)
         if res.get("start") and res.get("stop"):
             row.test_seconds += max(0, int(res["stop"]) - int(res["start"])) / 1000
-        for param in res.get("parameters") or []:
-            pname = str(param.get("name", "")).strip()
-            value = _number(param.get("value"))
-            if pname.lower().endswith("seconds") and value is not None:
-                row.timings.setdefault(pname, []).append(value)
+        for pname, value in measurements(res):
+            row.timings.setdefault(pname, []).append(value)
     return [rows[k] for k in sorted(rows)]
 
 

@@ -19,9 +19,11 @@ from clusters.kind import KindBackend
 from clusters.options import BACKENDS, REPO_ROOT, Options
 from clusters.options import pytest_flags as _pytest_flags
 from clusters.topology import Topology
+from conformance import feature_gates
 from drivers.profile import load_profile
 from pvchaos import compare_backends as cmp
 from pvchaos import report
+from pvchaos.results import merge_into
 from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
 from tools.build import ensure_binaries
 from tools.docker_engine import Engine, stop_engine
@@ -158,7 +160,7 @@ def run_backends(req: Options) -> int:
         shutil.rmtree(merged)
     by_backend = {}
     for one in runs:
-        cmp.merge_into(merged, one.backend, report.layout(one.report_dir).results)
+        merge_into(merged, one.backend, report.layout(one.report_dir).results)
         by_backend[one.backend] = cmp.verdicts(report.load_results(report.layout(one.report_dir).results))
     rows = cmp.compare(by_backend)
     table = cmp.render_markdown(rows, backends)
@@ -224,4 +226,4 @@ def environment(req: Options) -> dict[str, str]:
         profile = load_profile(req.profile)
         env["driver"] = profile.name
         env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))
-    return env
+    return {**env, **feature_gates.environment()}  # each gate the suites depend on, per version

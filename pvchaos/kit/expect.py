@@ -19,6 +19,7 @@ from kube import objects as o
 from kube.errors import ExpectationFailed, WaitTimeout
 from kube.kinds import Obj
 from kube.wait import State, describe, pod_cannot_run, pod_running, wait_for, wait_for_event, wait_for_state, wait_gone
+from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
 
 label = o.label  # suites wrote x.label(node, key) before kube.objects existed
@@ -87,7 +88,12 @@ def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60
     obj = ws.get(kind, obj_name) or {"kind": kind, "metadata": {"name": obj_name, "namespace": ws.namespace}}
     obj.setdefault("kind", kind)
     wanted = messages.expected(key, ws.cluster.minor, **fmt) if ws.cluster.minor else messages.any_of(key, **fmt)
-    return wait_for_event(ws.kube, obj, wanted, reason=messages.REASONS.get(key), timeout=timeout)
+    ev = wait_for_event(ws.kube, obj, wanted, reason=messages.REASONS.get(key), timeout=timeout)
+    seen = ev.get("message") or ""
+    # the wording that matched, so `pvchaos compare` can tell when a version changes it
+    measure.note(f"{measure.ASSERTED_MESSAGE}{key}",
+                 wanted if isinstance(wanted, str) else next((w for w in wanted if w in seen), seen))
+    return ev
 
 
 # ---- pods --------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import time
 import allure
 
 SECONDS = " seconds"  # the summary reads timings by this suffix (pvchaos.report.summarize)
+ASSERTED_MESSAGE = "asserted message "  # + message key; `pvchaos compare` reads wordings by this prefix
 
 
 def seconds(name: str, value: float, digits: int = 1) -> float:

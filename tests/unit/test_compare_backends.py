@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from pvchaos import compare_backends as cmp
+from pvchaos.results import merge_into
 from pvchaos.runner import UsageError, backends_of
 
 import pytest
@@ -47,7 +48,7 @@ def test_merged_results_are_distinct_per_backend(tmp_path: Path) -> None:
         src.mkdir()
         (src / "u1-result.json").write_text(json.dumps(result("test_a", "passed")))
         (src / "a1-attachment.txt").write_text("evidence")
-        cmp.merge_into(tmp_path / "merged", backend, src)
+        merge_into(tmp_path / "merged", backend, src)
     merged = [json.loads(p.read_text()) for p in (tmp_path / "merged").glob("*-result.json")]
     assert len(merged) == 2 and len({m["historyId"] for m in merged}) == 2
     assert {m["parameters"][0]["value"] for m in merged} == {"'local'", "'kind'"}

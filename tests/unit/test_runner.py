@@ -15,6 +15,7 @@ from clusters import options
 from pvchaos import runner
 from pvchaos.cli import parser as cli_parser
 from pvchaos.runner import RunRequest, UsageError
+from tools import feature_gates as tools_gates
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,3 +108,10 @@ def test_run_command_line_has_every_option() -> None:
 def test_report_environment_names_the_zones_asked_for(tmp_path: Path) -> None:
     env = runner.environment(runner.RunRequest(zones="east,west", report_dir=tmp_path))
     assert env["zones"] == "east,west"
+
+
+def test_report_environment_has_each_gate_the_suites_depend_on(tmp_path: Path) -> None:
+    env = runner.environment(runner.RunRequest(report_dir=tmp_path))
+    assert env["gate MutablePVNodeAffinity"] == (
+        "v1.34.4 absent; v1.35.4 alpha, off; v1.36.3 alpha, off; v1.37.2 alpha, off")
+    assert {k for k in env if k.startswith("gate ")} == {f"gate {g}" for g in tools_gates.GATES}
