@@ -19,7 +19,7 @@ from kube import builders as b
 from kube import kinds
 from kube import objects as o
 from kube.client import connect
-from kube.errors import ApiError
+from kube.errors import ApiError, ExpectationFailed
 from kube.kinds import Obj
 from kube.objects import REGION_KEY, ZONE_KEY, label, pv_zones
 from kube.wait import holds_for, wait_for_state
@@ -29,15 +29,29 @@ from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("PV node affinity mutation (KEP-5381)"), pytest.mark.needs("static-pv", "zones")]
 
+MUTABLE_GATE = "MutablePVNodeAffinity"
+
 # The body users copy from the seed article, sent with `kubectl patch pv ... --type merge -p`.
 SEED_PATCH = ('{"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":'
               '[{"key":"storage","operator":"In","values":["ssd"]}]}]}}}}')
 
 
 def _api_error(call) -> ApiError:  # type: ignore[no-untyped-def]
-    with pytest.raises(ApiError) as info:
-        call()
-    return info.value
+    """The API server's refusal of `call`; its acceptance is the test's failure, with what it returned."""
+    try:
+        accepted = call()
+    except ApiError as exc:
+        return exc
+    raise ExpectationFailed(f"the API server accepted an update it must reject; it returned: {accepted}")
+
+
+def _accepted(call, what: str):  # type: ignore[no-untyped-def]
+    """The API server's answer to an update it must accept; a refusal fails the test naming the gate."""
+    try:
+        return call()
+    except ApiError as exc:
+        raise ExpectationFailed(f"the API server rejected {what} (HTTP {exc.status}: {exc.body}); is "
+                                f"{MUTABLE_GATE} on in kube-apiserver?") from None
 
 
 # ---- gate off: which updates of spec.nodeAffinity the API server accepts ------------------
@@ -79,7 +93,7 @@ def test_gate_off_update(ws: Workspace, case: str) -> None:
     pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", affinity=before, labels=ws.case_labels))
     name = pv["metadata"]["name"]
     if update.accepted:
-        updated = mut.replace_affinity(ws.kube, name, after)
+        updated = _accepted(lambda: mut.replace_affinity(ws.kube, name, after), f"the update of PV {name}")
         x.expect(pv_zones(updated) == pv_zones({"spec": {"nodeAffinity": after}}), update.story, updated, ws=ws)
         return
     err = _api_error(lambda: mut.replace_affinity(ws.kube, name, after))
@@ -115,7 +129,7 @@ def test_mutation_keeps_pv_bound_refuting_available_and_rebind_claim(ws: Workspa
     ws.create(b.pod("app", ("data",)))
     running = x.pod_runs(ws, "app")
 
-    mut.allow_zones(ws.kube, name, zones[1])  # exclude the zone the pod runs in
+    _accepted(lambda: mut.allow_zones(ws.kube, name, zones[1]), f"tightening PV {name}")  # exclude the pod's zone
     expected = expectations.after_pv_affinity_mutation(ws.cluster.minor)
 
     def observed(pv_now: Obj | None) -> dict[str, str]:
@@ -152,7 +166,7 @@ def test_relax_add_zone_schedules_pending_pod(ws: Workspace) -> None:
     ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[1]}))
     x.pod_unschedulable(ws, "app", "NODE_AFFINITY_CONFLICT")
     uid = (ws.get("Pod", "app") or {})["metadata"]["uid"]
-    mut.allow_zones(ws.kube, pv["metadata"]["name"], zones[0], zones[1])
+    _accepted(lambda: mut.allow_zones(ws.kube, pv["metadata"]["name"], zones[0], zones[1]), "relaxing to two zones")
     pod = x.pod_runs(ws, "app")
     x.expect(pod["metadata"]["uid"] == uid, "the same pod object is scheduled, not a new one", pod, ws=ws)
     node = x.node_of(ws, "app")
@@ -168,7 +182,7 @@ def test_relax_zone_to_region_schedules_pending_pod(ws: Workspace) -> None:
     ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[-1]}))
     x.pod_unschedulable(ws, "app", "NODE_AFFINITY_CONFLICT")
     region = label(ws.node(), REGION_KEY) or ""
-    mut.relax_to_region(ws.kube, pv["metadata"]["name"], region)
+    _accepted(lambda: mut.relax_to_region(ws.kube, pv["metadata"]["name"], region), "relaxing to the region")
     x.pod_runs(ws, "app")
 
 
@@ -199,7 +213,7 @@ def test_tightening_race_is_measured(ws: Workspace) -> None:
 
         while arriving():
             if updated_at is None and time.monotonic() - t0 >= before:
-                mut.allow_zones(ws.kube, name, keep)
+                _accepted(lambda: mut.allow_zones(ws.kube, name, keep), f"tightening PV {name}")
                 updated_at = time.monotonic()
             ws.create(b.pod(f"p{i:03d}", ("data",)))
             i += 1
