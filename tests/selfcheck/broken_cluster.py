@@ -15,7 +15,12 @@ Breakages (what a real cluster gets wrong, made on purpose):
 - `provisioner`: the zonal/local test provisioner is stopped right after the cluster
   starts. The cluster still declares `dynamic-zonal`, as a cluster whose CSI driver
   crashed would: starting it with `provisioner=False` instead would make the dynamic
-  tests skip ("backend local: no dynamic-zonal"), which proves nothing.
+  tests skip ("backend local: no dynamic-zonal"), which proves nothing;
+- `no-reschedule`: the test provisioner never removes `volume.kubernetes.io/selected-node`
+  after a failure that asks for another node (`-reschedule=off`). In 1.35 nothing else
+  would: the PV controller removes it only for in-tree plugins, so for an external
+  provisioner this *is* "the PV controller does not remove the annotation"; disabling
+  the PV binder instead would stop provisioning altogether.
 
 The pvchaos plugin is not changed: this plugin implements its hooks
 (`pytest_pvchaos_local_config`, `pytest_pvchaos_cluster_started`, pvchaos/plugin/hookspecs.py).
@@ -39,6 +44,7 @@ BREAKAGES: dict[str, str] = {
     "volumebinding": "kube-scheduler without the VolumeBinding plugin",
     "pv-binder": f"kube-controller-manager without {PV_BINDER}",
     "provisioner": "test provisioner stopped after cluster start",
+    "no-reschedule": "test provisioner that never removes selected-node after a failure",
 }
 
 def breakage() -> str | None:
@@ -58,6 +64,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
             dict.fromkeys((*cfg.disabled_scheduler_plugins, "VolumeBinding"))))
     if what == "pv-binder":
         return replace(cfg, disabled_controllers=tuple(dict.fromkeys((*cfg.disabled_controllers, PV_BINDER))))
+    if what == "no-reschedule":
+        return replace(cfg, provisioner_reschedule="off")
     return cfg
 
 
