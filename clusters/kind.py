@@ -509,7 +509,8 @@ class KindBackend:
         gates = dict(cfg.get("featureGates", {}))
         caps = {Capability.STATIC_PV, Capability.NODE_FAILURE, Capability.NODE_LABELS,
                 Capability.COMPONENT_RESTART, Capability.OWNED, Capability.EPHEMERAL_STORAGE,
-                Capability.DYNAMIC_LOCAL, Capability.DYNAMIC_ZONAL, Capability.REAL_KUBELET}
+                Capability.DYNAMIC_LOCAL, Capability.DYNAMIC_ZONAL, Capability.REAL_KUBELET,
+                Capability.PROVISIONING_FAILURES}
         if len(self.topology.zones) >= 2:
             caps.add(Capability.ZONES)
         if gates.get(MUTABLE_PV_GATE):

@@ -26,6 +26,9 @@ MESSAGES: Mapping[str, Rows] = {
     "PV_NOT_EXIST": ((0, "unavailable due to one or more pvc(s) bound to non-existent pv(s)"),),
     "NOT_ENOUGH_STORAGE": ((0, "did not have enough free storage"),),  # binder.go ErrReasonNotEnoughSpace
     "UNBOUND_IMMEDIATE": ((0, "pod has unbound immediate PersistentVolumeClaims"),),  # volume_binding.go PreFilter
+    # binder.go checkBindings, in PreBind: the claim's selected-node no longer names the
+    # pod's node because the provisioner gave it back (same text in 1.34, 1.35 and 1.37).
+    "PROVISIONING_RESCHEDULED": ((0, 'provisioning failed for PVC "{claim}"'),),
     # taint_toleration.go: "had untolerated taint {k: v}", later "had untolerated taint(s)".
     "UNTOLERATED_TAINT": ((0, "had untolerated taint"),),
     "NODE_UNSCHEDULABLE": ((0, "node(s) were unschedulable"),),  # nodeunschedulable.go
@@ -69,6 +72,7 @@ REASONS: Mapping[str, str] = {
     "NODE_AFFINITY_CONFLICT": "FailedScheduling",
     "NO_PV_TO_BIND": "FailedScheduling",
     "UNBOUND_IMMEDIATE": "FailedScheduling",
+    "PROVISIONING_RESCHEDULED": "FailedScheduling",
     "UNTOLERATED_TAINT": "FailedScheduling",
     "NO_PV_NO_CLASS": "FailedBinding",
     "CLASS_NOT_FOUND": "ProvisioningFailed",

@@ -75,6 +75,8 @@ SCHEMA: dict[str, Any] = {
 }
 _DURATION = re.compile(r"^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$")
 
+HARNESS_PROVISIONER = "harness-provisioner"  # a requirement no driver profile meets
+
 # Harness capability -> what the profile must declare ("dynamic": a StorageClass source;
 # "TopologyKeys": a non-empty list, as upstream's topology suite skips without one).
 REQUIREMENTS: dict[str, tuple[str, ...]] = {
@@ -84,6 +86,8 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     Capability.STATIC_PV: ("persistence",),
     Capability.BLOCK: ("block",),
     Capability.RWX: ("RWX",),
+    # Only the harness's own provisioners read pvchaos.dev/fail-*: no profile has it.
+    Capability.PROVISIONING_FAILURES: (HARNESS_PROVISIONER,),
 }
 DRIVER_GATED = frozenset(REQUIREMENTS)
 
@@ -352,6 +356,8 @@ def _missing(profile: DriverProfile, capability: str) -> str | None:
             return need
         if need == "TopologyKeys" and not profile.topology_keys:
             return need
+        if need == HARNESS_PROVISIONER:
+            return need
         if need not in ("dynamic", "TopologyKeys") and not profile.has(need):
             return need
     return None
@@ -383,6 +389,8 @@ def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str,
         return word, "profile sets no StorageClass.FromName, FromExistingClassName or FromFile"
     if need == "TopologyKeys":
         return word, "profile lists no DriverInfo.TopologyKeys"
+    if need == HARNESS_PROVISIONER:
+        return word, "only the harness's own provisioners fail on pvchaos.dev/fail-* class parameters"
     if need in profile.capabilities:
         return word, f"profile capability {need}={str(profile.capabilities[need]).lower()}"
     return word, f"profile capability {need} unset, read as false"

@@ -67,6 +67,38 @@ def storage_class(name: str, provisioner: str, binding_mode: str = "WaitForFirst
     return sc
 
 
+FAIL_ACTIONS = ("reschedule", "finished", "in-background")
+
+
+def provisioning_failures(times: int | None = None, nodes: Sequence[str] = (), zones: Sequence[str] = (),
+                          first_node: bool = False, action: str = "reschedule", reason: str | None = None,
+                          delay: str | None = None) -> dict[str, str]:
+    """StorageClass parameters that make the harness's provisioners fail (the knob of
+    tools/provisioner/knob.go). With no node, zone or first-node filter every attempt
+    matches; `times` fails only the first N matching attempts of each claim (default:
+    all). `action`: "reschedule" gives the claim back to the scheduler (selected-node
+    removed), "finished" and "in-background" keep the node and retry. `reason` is the
+    ProvisioningFailed event's text; `delay` a Go duration to wait before failing."""
+    if action not in FAIL_ACTIONS:
+        raise ValueError(f"action {action!r}: use one of {', '.join(FAIL_ACTIONS)}")
+    if times is not None and times < 0:
+        raise ValueError(f"times {times}: use a count >= 0, or None for every attempt")
+    params = {"pvchaos.dev/fail-action": action}
+    if times is not None:
+        params["pvchaos.dev/fail-times"] = str(times)
+    if nodes:
+        params["pvchaos.dev/fail-nodes"] = ",".join(nodes)
+    if zones:
+        params["pvchaos.dev/fail-zones"] = ",".join(zones)
+    if first_node:
+        params["pvchaos.dev/fail-first-node"] = "true"
+    if reason:
+        params["pvchaos.dev/fail-reason"] = reason
+    if delay:
+        params["pvchaos.dev/fail-delay"] = delay
+    return params
+
+
 def mountable(pv: Obj, root: str) -> Obj:
     """The PV with a stand-in CSI source replaced by a hostPath directory under `root`
     that a real kubelet creates; `local` and other sources are left alone."""

@@ -3,7 +3,7 @@ runs in seconds and CI can run the expensive tiers apart:
 
 - `unit`: pure Python and in-process pytest sessions (pytester); no binaries, no cluster;
 - `binaries`: built or fetched tools, no cluster (the Allure CLI and Chromium for reports,
-  kind's config checker and stand-in kind/docker executables);
+  kind's config checker and stand-in kind/docker executables, the provisioner's `go test`);
 - `cluster`: real local clusters (lifecycle, backends against a running API server, the
   external-project test);
 - `selfcheck`: the suites themselves, on healthy and deliberately broken clusters;
@@ -26,6 +26,7 @@ pytest_plugins = ["pytester"]
 TIERS: tuple[tuple[str, str], ...] = (
     ("unit/", "unit"),
     ("report/", "binaries"),
+    ("provisioner/", "binaries"),
     ("backends/test_kind", "binaries"),
     ("backends/", "cluster"),
     ("cluster/", "cluster"),

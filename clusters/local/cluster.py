@@ -195,7 +195,7 @@ class LocalCluster:
         for i, node in enumerate(self.cfg.topology.nodes()):
             self._spawn_kwok(node.name, i)
         if self.cfg.provisioner:
-            self._spawn("provisioner", [str(bins.provisioner), *flags.provisioner_args(d)])
+            self._spawn("provisioner", [str(bins.provisioner), *flags.provisioner_args(d, self.cfg.provisioner_reschedule)])
         self._create_storage_objects()
         self._await_http("kube-controller-manager", f"https://127.0.0.1:{ports['controller-manager']}/healthz")
         self._await_http("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
@@ -314,6 +314,7 @@ class LocalCluster:
                 "disabled controllers": ",".join(self.cfg.disabled_controllers) or "none",
                 "disabled scheduler plugins": ",".join(self.cfg.disabled_scheduler_plugins) or "none",
                 "node-monitor-grace-period": f"{self.cfg.node_monitor_grace_seconds}s",
+                "provisioner reschedule": self.cfg.provisioner_reschedule if self.cfg.provisioner else "none",
             },
         )
 
@@ -377,7 +378,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     if len(cfg.topology.zones) < 2:
         caps.discard(Capability.ZONES)
     if cfg.provisioner:
-        caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}
+        caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL, Capability.PROVISIONING_FAILURES}
     if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
         caps.add(Capability.MUTABLE_PV_AFFINITY)
     return frozenset(caps)

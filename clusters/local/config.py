@@ -16,6 +16,7 @@ from tools.versions import DEFAULT_K8S_VERSION
 
 MUTABLE_PV_GATE = "MutablePVNodeAffinity"
 GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
+RESCHEDULE_MODES = ("guarded", "library", "off")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
 
@@ -48,6 +49,10 @@ class LocalClusterConfig:
     disabled_controllers: tuple[str, ...] = ()  # kube-controller-manager --controllers=-X
     disabled_scheduler_plugins: tuple[str, ...] = ()  # e.g. VolumeBinding
     provisioner: bool = True
+    # Who removes selected-node after a provisioning failure that asks for another node
+    # (tools/provisioner/reschedule.go): "guarded" (ours), "library" (v13.1.0's, racy:
+    # bench/reschedule_loop.py), "off" (nobody: a broken reschedule, for self-checks).
+    provisioner_reschedule: str = "guarded"
     node_monitor_grace_seconds: int = 8  # upstream default 50 s; short so loss shows in seconds
     node_lease_seconds: int = 4  # KWOK renews every quarter of this
     pv_sync_seconds: int = 5  # --pvclaimbinder-sync-period, upstream default 15 s
@@ -64,6 +69,8 @@ class LocalClusterConfig:
                     f"feature gate {gate} does not exist in {self.k8s_version} (first in 1.{first}); "
                     "the components would refuse to start"
                 )
+        if self.provisioner_reschedule not in RESCHEDULE_MODES:
+            raise ValueError(f"provisioner_reschedule {self.provisioner_reschedule!r}: use one of {', '.join(RESCHEDULE_MODES)}")
         if self.node_lease_seconds * 0.5 >= self.node_monitor_grace_seconds:
             raise ValueError("node_monitor_grace_seconds must exceed half the node lease duration")
 
@@ -187,5 +194,5 @@ def kwok_args(cfg: LocalClusterConfig, d: Path, node: str, index: int, stages: P
     ]
 
 
-def provisioner_args(d: Path) -> list[str]:
-    return [f"--kubeconfig={d / 'kubeconfig'}", "-v=2"]
+def provisioner_args(d: Path, reschedule: str = "guarded") -> list[str]:
+    return [f"--kubeconfig={d / 'kubeconfig'}", "-v=2", f"-reschedule={reschedule}"]

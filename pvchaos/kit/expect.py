@@ -8,6 +8,7 @@ and `expect` judge the state as it is now, with the objects as evidence when it 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import allure
@@ -78,6 +79,33 @@ def claim_annotation(ws: Workspace, claim: str, key: str, timeout: float = 60) -
     pvc = wait_for(ws.kube, "PersistentVolumeClaim", claim, lambda c: o.annotation(c, key) is not None,
                    f"annotation {key}", ws.namespace, timeout)
     return o.annotation(pvc, key) or ""
+
+
+@allure.step("PVC {claim}: the provisioner reports ProvisioningFailed containing {text!r}")
+def provisioning_failed(ws: Workspace, claim: str, text: str, timeout: float = 60) -> Obj:
+    """A ProvisioningFailed event about the claim whose message contains `text` (with the
+    harness's provisioners: the class's `pvchaos.dev/fail-reason`); returns the event."""
+    obj = ws.get("PersistentVolumeClaim", claim) or {"metadata": {"name": claim, "namespace": ws.namespace}}
+    obj.setdefault("kind", "PersistentVolumeClaim")
+    return wait_for_event(ws.kube, obj, text, reason="ProvisioningFailed", timeout=timeout)
+
+
+_FAILED_ON = re.compile(r'selected node "([^"]+)"')
+
+
+def failed_on_node(event: Obj) -> str | None:
+    """The node a harness provisioner's ProvisioningFailed event names (`selected node "X"`,
+    tools/provisioner/knob.go), or None (Immediate: no node)."""
+    found = _FAILED_ON.search(event.get("message") or "")
+    return found.group(1) if found else None
+
+
+@allure.step("PVC {claim}: selected-node no longer names {node}")
+def selected_node_released(ws: Workspace, claim: str, node: str, timeout: float = 30) -> Obj:
+    """The claim was given back to the scheduler: its selected-node annotation is gone or
+    names another node (the scheduler may already have picked again). Returns the claim."""
+    return wait_for(ws.kube, "PersistentVolumeClaim", claim, lambda c: o.annotation(c, o.SELECTED_NODE) != node,
+                    f"{o.SELECTED_NODE} removed or changed from {node}", ws.namespace, timeout)
 
 
 # ---- events ------------------------------------------------------------------------------

@@ -96,9 +96,13 @@ class Workspace:
 
     def storage_class(self, hint: str = "dynamic", binding_mode: str = "WaitForFirstConsumer",
                       allowed_zones: Sequence[str] | None = None, reclaim: str | None = None,
-                      allowed_topologies: Mapping[str, Sequence[str]] | None = None) -> str:
-        """Create the driver's dynamic-provisioning class for this test; returns its name."""
+                      allowed_topologies: Mapping[str, Sequence[str]] | None = None,
+                      parameters: Mapping[str, str] | None = None) -> str:
+        """Create the driver's dynamic-provisioning class for this test; returns its name.
+        `parameters` are added to the driver's own (e.g. `b.provisioning_failures(...)`)."""
         body = self.driver.storage_class(self.name(hint), binding_mode, allowed_zones, reclaim, allowed_topologies)
+        if parameters:
+            body["parameters"] = {**body.get("parameters", {}), **parameters}
         return str(self.create(body)["metadata"]["name"])
 
     def local_class(self, hint: str = "local-dyn", reclaim: str | None = None) -> str:

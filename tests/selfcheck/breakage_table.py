@@ -22,7 +22,8 @@ CHAOS_BREAKAGE = ("tests.selfcheck.chaos_breakage", "PVCHAOS_CHAOS_BREAK")
 # breakage -> (plugin module, environment variable)
 PLUGIN_OF: dict[str, tuple[str, str]] = {
     **{b: BROKEN_CLUSTER for b in ("volumebinding", "pv-binder", "provisioner", "nodeaffinity",
-                                   "noderesourcesfit", "pod-gc", "zone-threshold", "gate-on", "apiserver-gate-off")},
+                                   "noderesourcesfit", "pod-gc", "zone-threshold", "gate-on", "apiserver-gate-off",
+                                   "no-reschedule")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }
 
@@ -46,6 +47,7 @@ def _none(why: str) -> Entry:
 BM, CR, LC, LV = "test_binding_modes", "test_component_restart", "test_label_changes", "test_local_volumes"
 NF, PM, RK, RC = "test_node_failure", "test_pv_affinity_mutation", "test_real_kubelet", "test_reclaim"
 SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
+RS = "test_rescheduling"
 
 _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
                  "rox-claim-binds-multi-mode-pv", "rox-pv-refuses-rwo-claim", "block-pv-refuses-filesystem-claim",
@@ -112,6 +114,10 @@ TABLE: dict[str, Entry] = {
     f"{RC}::test_retain_policy_released_until_claim_ref_cleared": _e(
         "pv-binder", "the PV controller moves a PV to Released and back to Available"),
     f"{RC}::test_switch_to_retain_keeps_volume": _e("pv-binder", "the PV controller releases and keeps the volume"),
+    f"{RS}::test_wait_for_first_consumer_failure_reschedules_the_same_pod_elsewhere": _e(
+        "no-reschedule", "the provisioner gives the claim back (removes selected-node) so the scheduler can pick again"),
+    f"{RS}::test_immediate_failure_is_retried_without_a_selected_node": _e(
+        "provisioner", "the provisioner's own retries bind the claim after the failures the class asks for"),
     f"{SP}::test_topology_spread_puts_replicas_and_volumes_in_distinct_zones": _e(
         "volumebinding", "the VolumeBinding plugin provisions each replica's volume in its pod's zone"),
     f"{SP}::test_per_zone_classes_with_anti_affinity": _e(

@@ -27,7 +27,12 @@ Breakages (what a real cluster gets wrong, made on purpose):
 - `gate-on`: clusters asked for with MutablePVNodeAffinity off get it on;
 - `apiserver-gate-off`: kube-apiserver is restarted with MutablePVNodeAffinity off right
   after the cluster starts, while the cluster still declares `mutable-pv-affinity` (a
-  control plane whose apiserver lost the gate in an upgrade).
+  control plane whose apiserver lost the gate in an upgrade);
+- `no-reschedule`: the test provisioner never removes `volume.kubernetes.io/selected-node`
+  after a failure that asks for another node (`-reschedule=off`). In 1.35 nothing else
+  would: the PV controller removes it only for in-tree plugins, so for an external
+  provisioner this *is* "the PV controller does not remove the annotation"; disabling
+  the PV binder instead would stop provisioning altogether.
 
 The pvchaos plugin is not changed: this plugin implements its hooks
 (`pytest_pvchaos_local_config`, `pytest_pvchaos_cluster_started`, pvchaos/plugin/hookspecs.py).
@@ -63,6 +68,7 @@ BREAKAGES: dict[str, str] = {
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "gate-on": f"{GATE} on where a test asked for it off",
     "apiserver-gate-off": f"kube-apiserver restarted with {GATE}=false after start",
+    "no-reschedule": "test provisioner that never removes selected-node after a failure",
 }
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
                      "noderesourcesfit": "NodeResourcesFit"}
@@ -89,6 +95,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
     if what == "gate-on" and cfg.feature_gates.get(GATE) is False:
         return replace(cfg, feature_gates={**cfg.feature_gates, GATE: True})
+    if what == "no-reschedule":
+        return replace(cfg, provisioner_reschedule="off")
     return cfg
 
 

@@ -142,7 +142,7 @@ def test_every_process_names_the_cluster_directory() -> None:
     """The directory is the marker that lets teardown tell our pids from recycled ones."""
     cfg = LocalClusterConfig(name="c1")
     argvs = [*all_component_args(cfg).values(), flags.etcd_args(D, 1, 2),
-             flags.kwok_args(cfg, D, "zone-a-1", 0, Path("/s.yaml")), flags.provisioner_args(D)]
+             flags.kwok_args(cfg, D, "zone-a-1", 0, Path("/s.yaml")), flags.provisioner_args(D, cfg.provisioner_reschedule)]
     for argv in argvs:
         assert any(str(D) in a for a in argv), argv
 
@@ -220,3 +220,10 @@ def test_node_object_is_a_kwok_fake_with_its_allocatable() -> None:
     assert obj["status"]["allocatable"] == obj["status"]["capacity"] == spec.allocatable
     obj["metadata"]["labels"]["x"] = "y"
     assert "x" not in spec.labels  # a copy: mutating the object leaves the spec alone
+
+
+def test_provisioner_reschedule_mode_reaches_its_flag_and_typos_are_refused() -> None:
+    assert "-reschedule=guarded" in flags.provisioner_args(D, LocalClusterConfig(name="c1").provisioner_reschedule)
+    assert "-reschedule=library" in flags.provisioner_args(D, "library")
+    with pytest.raises(ValueError, match="provisioner_reschedule 'sometimes'"):
+        LocalClusterConfig(name="c1", provisioner_reschedule="sometimes")

@@ -196,3 +196,14 @@ def test_json_and_yaml_give_the_same_profile(tmp_path: Path) -> None:
     (tmp_path / "p.json").write_text(json.dumps(data))
     a, b = load_profile(EXAMPLE), load_profile(tmp_path / "p.json")
     assert (a.name, a.capabilities, a.topology_keys, a.timeouts) == (b.name, b.capabilities, b.topology_keys, b.timeouts)
+
+
+def test_no_profile_driver_has_the_failure_knob() -> None:
+    """The local backend's provisioners fail on pvchaos.dev/fail-*; a vendor's driver run on
+    the same backend does not, so the rescheduling suite skips with the reason."""
+    p = parse_profile(profile(Capabilities={"topology": True, "persistence": True}, TopologyKeys=["k"]))
+    backend = {Capability.ZONES, Capability.DYNAMIC_ZONAL, Capability.PROVISIONING_FAILURES}
+    assert Capability.PROVISIONING_FAILURES not in effective_capabilities(backend, p)
+    assert skip_reason(p, Capability.PROVISIONING_FAILURES) == (
+        "driver csi.example.com: no provisioning-failures (only the harness's own provisioners fail on "
+        "pvchaos.dev/fail-* class parameters)")

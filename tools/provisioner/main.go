@@ -1,7 +1,8 @@
 // Command pvchaos-provisioner is the harness's test double of a topology-aware CSI
 // driver. It runs two provisioners on sig-storage-lib-external-provisioner, the
 // library real external provisioners use, so the provisioning protocol, retries and
-// rescheduling on failure are upstream's:
+// rescheduling on failure are upstream's, except the removal of selected-node
+// after a failure (reschedule.go), and both fail on demand (knob.go):
 //
 //   - the zonal one writes PVs whose nodeAffinity is a topology.kubernetes.io/zone,
 //     the zone of the selected node (WaitForFirstConsumer) or one allowed by the
@@ -34,9 +35,16 @@ func main() {
 	zonalName := flag.String("zonal-name", "zonal.csi.pvchaos.dev", "provisioner name of zonal volumes")
 	localName := flag.String("local-name", "local.csi.pvchaos.dev", "provisioner name of node-local volumes")
 	flag.StringVar(&hostPathRoot, "hostpath-root", "", "make mountable hostPath PVs under this node directory (real kubelets)")
+	reschedule := flag.String("reschedule", string(rescheduleGuarded),
+		"who removes selected-node after a failure that asks for another node: guarded (ours), library (v13.1.0's, racy), off")
 	klog.InitFlags(nil)
 	flag.Parse()
 
+	mode, err := parseRescheduleMode(*reschedule)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pvchaos-provisioner: %v\n", err)
+		os.Exit(2)
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pvchaos-provisioner: kubeconfig %q: %v\n", *kubeconfig, err)
@@ -58,10 +66,15 @@ func main() {
 		controller.RetryIntervalMax(5 * time.Second),
 		controller.Threadiness(4),
 	}
-	zonal := controller.NewProvisionController(ctx, client, *zonalName, &zonalProvisioner{client: client}, options...)
-	local := controller.NewProvisionController(ctx, client, *localName, &localProvisioner{client: client}, options...)
+	// Each provisioner fails on the class's pvchaos.dev/fail-* knob (knob.go), and a
+	// failure that asks for another node is handled by `mode` (reschedule.go).
+	wrap := func(p controller.Provisioner) controller.Provisioner {
+		return &rescheduling{inner: newFailing(p, client), client: client, mode: mode}
+	}
+	zonal := controller.NewProvisionController(ctx, client, *zonalName, wrap(&zonalProvisioner{client: client}), options...)
+	local := controller.NewProvisionController(ctx, client, *localName, wrap(&localProvisioner{client: client}), options...)
 	go zonal.Run(ctx)
 	go local.Run(ctx)
-	klog.Infof("pvchaos-provisioner: serving %s and %s", *zonalName, *localName)
+	klog.Infof("pvchaos-provisioner: serving %s and %s (reschedule: %s)", *zonalName, *localName, mode)
 	<-ctx.Done()
 }
