@@ -83,6 +83,9 @@ def _claim_wide(scene: Scene, claims: Sequence[ClaimState], pod_wide: Exclusion)
     if claim.status == "terminating":
         return Cause("CLAIM_TERMINATING", f"claim {claim.key} is being deleted; a pod cannot start on it",
                      (claim.detail,), _facts(scene, claim))
+    if claim.status == "pv-gone":
+        return Cause("PV_GONE", f"claim {claim.key} is bound to PV {claim.pv}, which no longer exists "
+                     "(the claim is Lost)", (claim.detail,), _facts(scene, claim))
     if claim.status == "class-missing":
         known = sorted(scene.classes)
         close = difflib.get_close_matches(claim.storage_class or "", known, n=1)
@@ -105,9 +108,6 @@ def _claim_wide(scene: Scene, claims: Sequence[ClaimState], pod_wide: Exclusion)
 def _unreachable_volume(scene: Scene, verdicts: Sequence[NodeVerdict], claim: ClaimState) -> Cause:
     """One claim's volume fits no node of the cluster."""
     detail = next((e.detail for v in verdicts for e in v.exclusions if e.claim == claim.key), "")
-    if claim.status == "pv-gone":
-        return Cause("PV_GONE", f"claim {claim.key} is bound to PV {claim.pv}, which no longer exists "
-                     "(the claim is Lost)", (detail,), _facts(scene, claim))
     if claim.status == "bound":
         pv = next(p for p in scene.pvs if _name(p) == claim.pv)
         hosts = _affinity_values(pv, (HOSTNAME_KEY,))
@@ -144,10 +144,11 @@ def _conflict(scene: Scene, verdicts: Sequence[NodeVerdict], claim: ClaimState, 
     where = f"zone {', '.join(zones)}" if zones else f"node {', '.join(allowed)}"
     pod_where = f"zone {', '.join(pod_zones)}" if pod_zones else f"node {', '.join(sorted(pod_nodes))}"
     if claim.status == "bound" and claim.binding_mode != WFFC:
+        how = (f"through the Immediate class {claim.storage_class}" if claim.storage_class
+               else "without a class (static binding is immediate)")
         return Cause("IMMEDIATE_BINDING_WRONG_ZONE",
-                     f"claim {claim.key} was bound through the Immediate class {_shown(claim.storage_class)} to PV "
-                     f"{claim.pv} in {where}, before the pod was scheduled; the pod may only run in {pod_where}",
-                     (detail,), facts)
+                     f"claim {claim.key} was bound {how} to PV {claim.pv} in {where}, before the pod was "
+                     f"scheduled; the pod may only run in {pod_where}", (detail,), facts)
     if claim.status == "bound":
         return Cause("POD_PINNED_AWAY_FROM_VOLUME", f"PV {claim.pv} (claim {claim.key}) is reachable only from "
                      f"{where}, but the pod's nodeSelector/affinity allow only {pod_where}", (detail,), facts)
@@ -193,7 +194,7 @@ def root_cause(scene: Scene, verdicts: Sequence[NodeVerdict], claims: Sequence[C
         return Cause("NO_NODES", "the cluster has no nodes", facts=_facts(scene, None))
     volume_nodes = nodes_passing(verdicts, VOLUME_FILTERS)
     pod_nodes = nodes_passing(verdicts, POD_FILTERS)
-    volume_claims = [c for c in claims if c.status in ("bound", "pv-gone", "unbound-delayed")]
+    volume_claims = [c for c in claims if c.status in ("bound", "unbound-delayed")]
     if not volume_nodes:
         for claim in volume_claims:
             if not nodes_passing(verdicts, VOLUME_FILTERS, claim.key):

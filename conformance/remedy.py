@@ -30,8 +30,8 @@ def _pod_name(f: Mapping[str, Any]) -> str:
     return str(f.get("pod", "/")).split("/", 1)[1]
 
 
-def _recreate_claim(f: Mapping[str, Any], manifest_change: str) -> Fix:
-    return Fix(f"recreate claim {f.get('claim')} with {manifest_change} (a claim's class and binding are "
+def _recreate_claim(f: Mapping[str, Any], manifest_change: str, note: str = "") -> Fix:
+    return Fix(f"recreate claim {f.get('claim')} with {manifest_change}{note} (a claim's class and binding are "
                "immutable; deleting it releases its PV and, with reclaimPolicy Delete, its data)",
                (f"kubectl get pvc {f.get('claim')} {_ns(f)} -o yaml > {f.get('claim')}.yaml   # edit: {manifest_change}",
                 f"kubectl delete pod {_pod_name(f)} {_ns(f)} && kubectl delete pvc {f.get('claim')} {_ns(f)}",
@@ -51,8 +51,9 @@ def _immediate_wrong_zone(f: Mapping[str, Any]) -> list[Fix]:
             "(volumeBindingMode: WaitForFirstConsumer)",
             (f"kubectl get storageclass {f.get('storage_class')} -o yaml   # copy it with "
              "volumeBindingMode: WaitForFirstConsumer under a new name",)),
-        _recreate_claim(f, "the WaitForFirstConsumer class (the data of PV "
-                           f"{f.get('pv')} in {', '.join(f.get('volume_zones', [])) or 'its zone'} stays behind)"),
+        _recreate_claim(f, "spec.storageClassName: <the WaitForFirstConsumer class>",
+                        f"; the data of PV {f.get('pv')} in {', '.join(f.get('volume_zones', [])) or 'its zone'} "
+                        "stays behind"),
         Fix(f"or let the pod run where the volume is ({', '.join(f.get('volume_zones', []) or f.get('volume_nodes', []))})"
             ": change the pod's nodeSelector/affinity", (f"kubectl edit pod {_pod_name(f)} {_ns(f)}   # or its owner",)),
     ]
@@ -141,7 +142,7 @@ FIXES: Mapping[str, Callable[[Mapping[str, Any]], list[Fix]]] = {
     "POD_PINNED_AWAY_FROM_VOLUME": lambda f: [
         Fix(f"let the pod run where its volume is ({', '.join(f.get('volume_zones') or f.get('volume_nodes', []))}):"
             " change its nodeSelector/affinity", (f"kubectl edit pod {_pod_name(f)} {_ns(f)}   # or its owner",)),
-        _recreate_claim(f, "a WaitForFirstConsumer class, if the data need not be kept")],
+        _recreate_claim(f, "spec.storageClassName: <a WaitForFirstConsumer class>", ", if the data need not be kept")],
     "PINNED_OUTSIDE_ALLOWED_TOPOLOGIES": lambda f: [
         Fix(f"use a class whose allowedTopologies include {', '.join(f.get('pod_zones') or f.get('pod_nodes', []))}",
             ("kubectl get storageclass -o custom-columns=NAME:.metadata.name,TOPOLOGIES:.allowedTopologies",)),

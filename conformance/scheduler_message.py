@@ -17,6 +17,7 @@ know is kept as text, so a disagreement can be shown rather than hidden.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ NODE_REASON_KEYS = (
 )
 """Per-node filter reasons the explanation models (keys of ``messages.MESSAGES``)."""
 
-POD_WIDE_KEYS = ("UNBOUND_IMMEDIATE", "PVC_NOT_FOUND", "PVC_BEING_DELETED")
+POD_WIDE_KEYS = ("UNBOUND_IMMEDIATE", "PVC_NOT_FOUND", "PVC_BEING_DELETED", "PVC_BOUND_TO_MISSING_PV")
 """PreFilter rejections that exclude every node at once."""
 
 _HEAD = re.compile(r"0/(?P<total>\d+) nodes are available:?\s*")
@@ -49,23 +50,33 @@ class SchedulerMessage:
     unknown: Mapping[str, int] = field(default_factory=dict)
 
 
+def _pattern(template: str) -> re.Pattern[str]:
+    """A wording as a regular expression: each {field} stands for a name (no quotes)."""
+    parts = [re.escape(literal) + ('[^"]*' if name is not None else "")
+             for literal, name, _, _ in string.Formatter().parse(template)]
+    return re.compile("".join(parts))
+
+
+def _wordings(key: str, minor: int | None) -> list[str]:
+    rows = messages.MESSAGES[key]
+    if minor is None:
+        return [text for _, text in rows]
+    return [next((text for since, text in rows if minor >= since), rows[-1][1])]
+
+
 def classify(reason: str, keys: tuple[str, ...], minor: int | None) -> str | None:
     """The key whose wording ``reason`` contains (for ``minor`` when known), or None."""
     for key in keys:
-        try:
-            found = messages.matches(key, reason, minor)
-        except ValueError:  # a template with {fields}: match its literal part
-            found = messages.matches(key, reason)
-        if found:
+        if any(_pattern(text).search(reason) for text in _wordings(key, minor)):
             return key
     return None
 
 
 def _filter_part(body: str) -> str:
-    """Drop the preemption report and the final full stop."""
-    for marker in (". preemption:", " preemption:"):
-        body = body.split(marker, 1)[0]
-    return body.strip().rstrip(".").strip()
+    """The filter verdict only: PostFilter reports ("no new claims to deallocate",
+    "preemption: ...") follow it, each appended as " <text>."."""
+    body = body.split(" preemption:", 1)[0]
+    return body.split(". ", 1)[0].strip().rstrip(".").rstrip(",").strip()
 
 
 def parse(text: str, minor: int | None = None) -> SchedulerMessage:

@@ -269,12 +269,15 @@ def claim_states(scene: Scene) -> list[ClaimState]:
 
 
 def pod_wide_exclusion(claims: Sequence[ClaimState]) -> Exclusion | None:
-    """A PreFilter rejection: a claim that is missing, being deleted or unbound Immediate."""
+    """A PreFilter rejection: a claim that is missing, being deleted, bound to a PV that
+    is gone, or unbound Immediate."""
     for c in claims:
         if c.status == "missing":
             return Exclusion("VolumeBinding", ("PVC_NOT_FOUND",), c.detail, claim=c.key)
         if c.status == "terminating":
             return Exclusion("VolumeBinding", ("PVC_BEING_DELETED",), c.detail, claim=c.key)
+        if c.status == "pv-gone":  # PreFilter since GetPodVolumeClaims looks the PV up (seen on 1.35)
+            return Exclusion("VolumeBinding", ("PVC_BOUND_TO_MISSING_PV",), c.detail, claim=c.key, pv=c.pv)
         if c.status in ("class-missing", "unbound-immediate"):
             return Exclusion("VolumeBinding", ("UNBOUND_IMMEDIATE",), c.detail, claim=c.key)
     return None
@@ -317,9 +320,6 @@ def _volumes(scene: Scene, node: KubeObject, claims: Sequence[ClaimState]) -> li
     pvs = {_name(pv): pv for pv in scene.pvs}
     out: list[Exclusion] = []
     bound = [(c, pvs[c.pv]) for c in claims if c.status == "bound" and c.pv]
-    for c in claims:
-        if c.status == "pv-gone":
-            out.append(Exclusion("VolumeBinding", ("PV_NOT_EXIST",), c.detail, claim=c.key, pv=c.pv))
     for c, pv in bound:
         if not node_matches_pv_affinity(node, pv):
             text, term, key = _selector_failure(node, dig(pv, "spec", "nodeAffinity", "required"), match_fields=False)

@@ -155,9 +155,13 @@ def test_missing_claim() -> None:
 
 
 def test_lost_claim_whose_pv_is_gone() -> None:
-    e = explain(scene(pod("data"), [pvc("data", "wffc", volume="pv-gone", phase="Lost")], [], [WFFC]))
+    msg = ('0/4 nodes are available: persistentvolumeclaim "data" bound to non-existent persistentvolume '
+           '"pv-gone". not found. preemption: ...')  # as 1.35.4 words it
+    e = explain(scene(pod("data"), [pvc("data", "wffc", volume="pv-gone", phase="Lost")], [], [WFFC],
+                      events=[failed_scheduling(msg)]))
     assert e.cause.code == "PV_GONE"
-    assert all(v.first.reasons == ("PV_NOT_EXIST",) for v in e.nodes)
+    assert e.pod_wide.reasons == ("PVC_BOUND_TO_MISSING_PV",) and e.fitting == ()
+    assert e.scheduler.agrees is True
 
 
 def test_volume_name_that_does_not_fit() -> None:

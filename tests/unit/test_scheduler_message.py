@@ -39,3 +39,10 @@ def test_unknown_reasons_are_kept() -> None:
 def test_not_a_filter_message() -> None:
     m = parse('running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded')
     assert m.total is None and m.pod_wide_key is None
+
+
+def test_postfilter_reports_are_not_reasons() -> None:
+    m = parse("0/6 nodes are available: 2 node(s) didn't match PersistentVolume's node affinity, 4 node(s) didn't "
+              "match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/6 nodes are "
+              "available: 6 Preemption is not helpful for scheduling.", 35)
+    assert m.counts == {"NODE_AFFINITY_CONFLICT": 2, "POD_AFFINITY_MISMATCH": 4} and not m.unknown
