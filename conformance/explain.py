@@ -18,7 +18,7 @@ from conformance import scheduler_message
 from conformance.causes import Cause, root_cause
 from conformance.types import KubeObject, dig
 from conformance.verdicts import (
-    ClaimState, Exclusion, NodeVerdict, Scene, claim_states, node_verdict, pod_key, pod_wide_exclusion,
+    ClaimState, Exclusion, NodeVerdict, Scene, claim_states, node_verdict, pod_key, pod_wide_exclusion, pvs_by_name,
 )
 
 __all__ = ["Agreement", "Cause", "ClaimState", "Exclusion", "Explanation", "NodeVerdict", "Scene", "explain"]
@@ -103,7 +103,8 @@ def agreement(scene: Scene, verdicts: Sequence[NodeVerdict], pod_wide: Exclusion
 def explain(scene: Scene) -> Explanation:
     """Per-node verdicts, claim states, the root cause and the scheduler's agreement."""
     claims = claim_states(scene)
-    verdicts = tuple(node_verdict(scene, node, claims) for node in sorted(scene.nodes, key=lambda n: str(dig(n, 'metadata', 'name', default=''))))
+    pvs = pvs_by_name(scene)
+    verdicts = tuple(node_verdict(scene, node, claims, pvs) for node in sorted(scene.nodes, key=lambda n: str(dig(n, 'metadata', 'name', default=''))))
     pod_wide = pod_wide_exclusion(claims)
     cause = root_cause(scene, verdicts, claims, pod_wide)
     return Explanation(pod_key(scene.pod), verdicts, tuple(claims), pod_wide, cause,

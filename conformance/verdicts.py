@@ -234,7 +234,7 @@ def _unbound_detail(scene: Scene, pvc: KubeObject, storage_class: KubeObject | N
 
 def claim_states(scene: Scene) -> list[ClaimState]:
     """The state of every claim the pod uses, in the pod's volume order."""
-    pvs = {_name(pv): pv for pv in scene.pvs}
+    pvs = pvs_by_name(scene)
     out = []
     for key in pod_claim_keys(scene.pod):
         pvc = scene.claims.get(key)
@@ -315,9 +315,13 @@ def _pod_affinity(pod: KubeObject, node: KubeObject) -> list[Exclusion]:
     return []
 
 
-def _volumes(scene: Scene, node: KubeObject, claims: Sequence[ClaimState]) -> list[Exclusion]:
-    """VolumeBinding (bound PVs, lost PVs, WaitForFirstConsumer claims), then VolumeZone."""
-    pvs = {_name(pv): pv for pv in scene.pvs}
+def pvs_by_name(scene: Scene) -> dict[str, KubeObject]:
+    return {_name(pv): pv for pv in scene.pvs}
+
+
+def _volumes(scene: Scene, node: KubeObject, claims: Sequence[ClaimState],
+             pvs: Mapping[str, KubeObject]) -> list[Exclusion]:
+    """VolumeBinding (bound PVs, WaitForFirstConsumer claims), then VolumeZone."""
     out: list[Exclusion] = []
     bound = [(c, pvs[c.pv]) for c in claims if c.status == "bound" and c.pv]
     for c, pv in bound:
@@ -375,9 +379,12 @@ def _provision_check(scene: Scene, node: KubeObject, c: ClaimState) -> list[Excl
                       claim=c.key, label=keys[0] if keys else None)]
 
 
-def node_verdict(scene: Scene, node: KubeObject, claims: Sequence[ClaimState]) -> NodeVerdict:
-    """Every constraint excluding the pod from ``node``, in the scheduler's filter order."""
-    exclusions = _node_state(scene.pod, node) + _pod_affinity(scene.pod, node) + _volumes(scene, node, claims)
+def node_verdict(scene: Scene, node: KubeObject, claims: Sequence[ClaimState],
+                 pvs: Mapping[str, KubeObject] | None = None) -> NodeVerdict:
+    """Every constraint excluding the pod from ``node``, in the scheduler's filter order.
+    ``pvs`` is ``pvs_by_name(scene)``, passed in when judging many nodes."""
+    pvs = pvs_by_name(scene) if pvs is None else pvs
+    exclusions = _node_state(scene.pod, node) + _pod_affinity(scene.pod, node) + _volumes(scene, node, claims, pvs)
     order = {"NodeUnschedulable": 0, "NodeName": 1, "TaintToleration": 2, "NodeAffinity": 3,
              "VolumeBinding": 4, "VolumeZone": 5}
     return NodeVerdict(_name(node), _zone(node), tuple(sorted(exclusions, key=lambda e: order[e.filter])))

@@ -59,7 +59,9 @@ def _guarded(call: Callable[[], Any], what: str, server: str) -> Any:
             raise AccessDenied(f"unauthorized at {server}: the kubeconfig's credentials were rejected (HTTP 401)") from None
         raise ApiUnreachable(f"API server {server} answered {exc.status} {exc.reason} to {what}") from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise ApiUnreachable(f"cannot reach the API server at {server}: {type(exc).__name__}") from None
+        cause = getattr(exc, "reason", None) or exc
+        text = str(cause).split(": ", 1)[-1] if ": " in str(cause) else type(cause).__name__
+        raise ApiUnreachable(f"cannot reach the API server at {server}: {text}") from None
 
 
 def _list(kube: Kube, kind_name: str, namespace: str | None, **selectors: Any) -> list[Obj]:
