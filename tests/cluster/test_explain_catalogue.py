@@ -22,6 +22,7 @@ from kube.wait import wait_for, wait_for_event
 from pvchaos import cli
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
+from pvchaos.plugin import evidence
 
 pytestmark = [pytest.mark.needs("zones", "static-pv")]
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
@@ -186,11 +187,25 @@ def test_two_volumes_in_two_zones(ws: Workspace) -> None:
     agrees(e)
 
 
-def test_node_selector_that_matches_nothing(ws: Workspace) -> None:
+def test_node_selector_that_matches_nothing(ws: Workspace, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     ws.create(b.pod("app", node_selector={"disk": "nvme"}))
+    ws.create(b.pod("other", node_selector={"disk": "nvme"}))
     e = explained(ws, "app", "POD_AFFINITY_MISMATCH")
     assert e.cause.code == "POD_SELECTOR_MATCHES_NO_NODE"
     agrees(e)
+    # a failed suite test gets the report of each Pending pod attached
+    attached: dict[str, str] = {}
+    monkeypatch.setattr(evidence.allure, "attach", lambda body, name, *a, **k: attached.__setitem__(name, body))
+    evidence.attach_explanations(ws)
+    assert sorted(attached) == ["explain-app.txt", "explain-other.txt"]
+    assert "[POD_SELECTOR_MATCHES_NO_NODE]" in attached["explain-app.txt"]
+    # --all-pending: both pods, exit 1
+    x.pod_unschedulable(ws, "other")
+    assert cli.main(["explain", "--all-pending", "-n", ws.namespace, "--kubeconfig", str(ws.cluster.kubeconfig),
+                     "-o", "json"]) == 1
+    pods = json.loads(capsys.readouterr().out)["pods"]
+    assert [p["pod"] for p in pods] == [f"{ws.namespace}/app", f"{ws.namespace}/other"]
 
 
 @pytest.mark.disruptive
