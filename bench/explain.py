@@ -5,7 +5,8 @@ API (labelled with a zone and a hostname; nothing runs them, which a read-only e
 does not mind) and the seed's incident: a claim bound in zone-a, its pod pinned to
 zone-b. Each run is the command as a user runs it, minus interpreter start-up:
 connect, the list calls, the reasoning and the text report. Prints every run, the
-median, and the parts (reading vs reasoning) of the last run.
+median, the parts (reading vs reasoning) of the last run, and whether the scheduler's
+message agrees with the explanation.
 
     .venv/bin/python -m bench.explain [--nodes 1000] [--runs 7]
 
@@ -46,7 +47,14 @@ ZONES = ("zone-a", "zone-b", "zone-c")
 def plain_node(index: int) -> dict[str, object]:
     zone = ZONES[index % len(ZONES)]
     name = f"bench-{zone}-{index:04d}"
-    return {"kind": "Node", "metadata": {"name": name, "labels": {ZONE_KEY: zone, HOSTNAME_KEY: name}}}
+    room = {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    # Cordoned: nothing heartbeats for these nodes, so the node lifecycle controller taints
+    # them over the following minutes; NodeUnschedulable is the scheduler's first filter,
+    # so the scheduler's counts (and explain's) do not move while it does.
+    return {"kind": "Node", "metadata": {"name": name, "labels": {ZONE_KEY: zone, HOSTNAME_KEY: name}},
+            "spec": {"unschedulable": True},
+            "status": {"capacity": room, "allocatable": room,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
 
 
 def main() -> int:
@@ -72,6 +80,9 @@ def main() -> int:
             wait_for(kube, "PersistentVolumeClaim", "data", lambda c: (c.get("status") or {}).get("phase") == "Bound",
                      "phase Bound", ns, 60)
             kinds.create(kube, b.pod("app", ("data",), node_selector={ZONE_KEY: "zone-b"}), ns)
+            wait_for(kube, "Pod", "app", lambda p: any(c.get("reason") == "Unschedulable" for c in
+                                                        (p.get("status") or {}).get("conditions") or []),
+                     "PodScheduled=False, Unschedulable", ns, 60)
             argv = ["explain", "app", "-n", ns, "--kubeconfig", str(handle.kubeconfig)]
             times = []
             for run in range(args.runs):
@@ -85,11 +96,15 @@ def main() -> int:
             view = read_view(kube, ns, "app")
             read = time.monotonic() - started
             started = time.monotonic()
-            text = to_text(explain(view.scene(view.pods[0])))
+            explanation = explain(view.scene(view.pods[0]))
+            text = to_text(explanation)
             reason = time.monotonic() - started
         finally:
             local.down()
     median = statistics.median(times)
+    agreement = explanation.scheduler
+    print(f"[bench] scheduler: {agreement.message}")
+    print(f"[bench] agrees: {agreement.agrees} {list(agreement.differences)}")
     print(report.splitlines()[1] if report else "(no report)")
     print(f"[bench] {len(view.nodes)} nodes: median {median * 1000:.0f} ms over {args.runs} runs "
           f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}); last parts: read {read * 1000:.0f} ms, "
