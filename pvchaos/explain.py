@@ -119,7 +119,8 @@ def to_text(e: Explanation) -> str:
         for c in e.claims:
             pv = f" -> PV {c.pv}" if c.pv else ""
             mode = f", {c.binding_mode}" if c.binding_mode else ""
-            lines.append(f"  {c.key}: {c.status}{pv} (class {c.storage_class or chr(34) * 2}{mode})")
+            shown_class = c.storage_class or '""'
+            lines.append(f"  {c.key}: {c.status}{pv} (class {shown_class}{mode})")
     lines.append(f"nodes ({len(e.fitting)} of {len(e.nodes)} fit):")
     lines += _node_lines(e)
     s = e.scheduler
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         raise ExplainInputError(f"cannot use the kubeconfig: {exc}") from None
     explanations = explain_view(read_view(kube, namespace, args.pod), args.pod, namespace)
     if args.output == "json":
-        print(json.dumps({"schema": SCHEMA, "pods": [to_json(e) for e in explanations]}, indent=2))
+        print(explanations_json(explanations))
     elif not explanations:
         print(f"no unscheduled Pending pods {'in namespace ' + namespace if namespace else 'in the cluster'}")
     else:
