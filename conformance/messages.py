@@ -35,6 +35,13 @@ MESSAGES: Mapping[str, Rows] = {
     "POD_AFFINITY_MISMATCH": ((0, "didn't match Pod's node affinity/selector"),),  # nodeaffinity.go
     "VOLUME_ZONE_CONFLICT": ((0, "node(s) had no available volume zone"),),  # volumezone.go ErrReasonConflict
     "INSUFFICIENT_EPHEMERAL": ((0, "Insufficient ephemeral-storage"),),  # noderesources/fit.go
+    "NODE_NAME_MISMATCH": ((0, "node(s) didn't match the requested node name"),),  # nodename.go
+    # PreFilter rejections of a claim (volume_binding.go / volumerestrictions): the lister's error text.
+    "PVC_NOT_FOUND": ((0, 'persistentvolumeclaim "{name}" not found'),),
+    "PVC_BEING_DELETED": ((0, 'persistentvolumeclaim "{name}" is being deleted'),),
+    # binder.go GetPodVolumeClaims; seen on 1.35.4 with a Lost claim (tests/cluster/test_explain_catalogue.py).
+    "PVC_BOUND_TO_MISSING_PV": ((0, 'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{volume}"'),),
+    "NO_NODES_AVAILABLE": ((0, "0/{total} nodes are available"),),  # framework/types.go NoNodeAvailableMsg
     # --- PV controller events on PVCs (pkg/controller/volume/persistentvolume/pv_controller.go)
     "NO_PV_NO_CLASS": ((0, "no persistent volumes available for this claim and no storage class is set"),),
     "CLASS_NOT_FOUND": ((0, 'storageclass.storage.k8s.io "{name}" not found'),),  # ProvisioningFailed

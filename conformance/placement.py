@@ -61,7 +61,7 @@ def _node_name(node: KubeObject) -> NodeName:
     return NodeName(dig(node, "metadata", "name", default=""))
 
 
-def _node_admits_pod(pod: KubeObject, node: KubeObject) -> bool:
+def node_admits_pod(pod: KubeObject, node: KubeObject) -> bool:
     """The node-only filters: NodeName, NodeUnschedulable, NodeAffinity, TaintToleration."""
     wanted = dig(pod, "spec", "nodeName", default="")
     if wanted and wanted != _node_name(node):
@@ -82,7 +82,7 @@ def _zone_values(pv: KubeObject) -> list[tuple[str, set[str]]]:
     return [(key, set(labels[key].split("__"))) for key in _TOPOLOGY_LABELS if key in labels]
 
 
-def _volume_zone_ok(node: KubeObject, bound: Sequence[KubeObject]) -> bool:
+def volume_zone_ok(node: KubeObject, bound: Sequence[KubeObject]) -> bool:
     """VolumeZone filter; nodes with no topology labels at all pass (single-zone clusters)."""
     labels = dig(node, "metadata", "labels", default={})
     if not any(key in labels for key in _TOPOLOGY_LABELS):
@@ -95,7 +95,7 @@ def _volume_zone_ok(node: KubeObject, bound: Sequence[KubeObject]) -> bool:
     return True
 
 
-def _can_provision(node: KubeObject, storage_class: KubeObject) -> bool:
+def can_provision(node: KubeObject, storage_class: KubeObject) -> bool:
     """``checkVolumeProvisions``: a real provisioner and the class's allowedTopologies."""
     provisioner = dig(storage_class, "provisioner", default="")
     if not provisioner or provisioner == NO_PROVISIONER:
@@ -125,7 +125,7 @@ def _delayed_claims_fit(
             to_provision.append(storage_class)
         else:
             chosen.add(dig(pv, "metadata", "name", default=""))
-    return all(_can_provision(node, storage_class) for storage_class in to_provision)
+    return all(can_provision(node, storage_class) for storage_class in to_provision)
 
 
 def _split_claims(
@@ -176,8 +176,8 @@ def feasible_nodes(
     return {
         _node_name(node)
         for node in nodes
-        if _node_admits_pod(pod, node)
-        and _volume_zone_ok(node, bound)
+        if node_admits_pod(pod, node)
+        and volume_zone_ok(node, bound)
         and all(node_matches_pv_affinity(node, pv) for pv in bound)
         and _delayed_claims_fit(node, delayed, unbound_pvs)
     }

@@ -1,4 +1,4 @@
-"""The `pvchaos` command: clusters (up, down, list), build, run, compare, selftest.
+"""The `pvchaos` command: clusters (up, down, list), build, run, compare, explain, selftest.
 
 Every failure a user can cause ends in one line on stderr and exit code 2; nothing is
 left running or on disk by a command that failed.
@@ -19,6 +19,7 @@ from clusters.local.registry import destroy, list_clusters
 from clusters.options import REPO_ROOT, add_run_arguments, from_values
 from clusters.topology import Topology
 from pvchaos import compare_runs, report
+from pvchaos import explain as explain_command
 from pvchaos.runner import run_backends
 from tools.build import BuildError, ensure_binaries
 from tools.docker_engine import EngineError, ensure_engine, stop_engine
@@ -199,6 +200,11 @@ def parser() -> argparse.ArgumentParser:
     bi = k.add_parser("build-image", help="build (or find cached) the offline kind node image of a version")
     bi.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
     bi.set_defaults(func=_kind_build_image)
+
+    e = sub.add_parser("explain", help="why a pod is Pending, and what fixes it (read-only, any cluster)",
+                       description="Exit 0: schedulable; 1: a cause was found; 2: bad input. See docs/explain.md.")
+    explain_command.add_arguments(e)
+    e.set_defaults(func=explain_command.run)
 
     t = sub.add_parser("selftest", help="the harness's own tests")
     t.add_argument("--tier", default="all", choices=("all", *SELFTEST_TIERS),
