@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,20 +202,21 @@ def _sweep(state: Path) -> None:
             os.environ["PVCHAOS_STATE_DIR"] = old
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[dict[str, Run]]:
-    """Start the control run and every broken run at once; gather them all."""
+def run_cases(cases: tuple[Case, ...], command: Callable[[Case, Path], list[str]],
+              tmp_path_factory: pytest.TempPathFactory, timeout: float) -> dict[str, Run]:
+    """Start a pytest subprocess per case at once (private state directory each), gather
+    them all within `timeout`, and down whatever a run left behind."""
     started: list[tuple[Case, subprocess.Popen[bytes], Path, Path, Path, float]] = []
     finished: dict[str, Run] = {}
     try:
-        for case in (CONTROL, *CASES):
+        for case in cases:
             d = tmp_path_factory.mktemp(case.breakage or "control")
             junit, log = d / "junit.xml", d / "output.txt"
             with log.open("wb") as out:
-                proc = subprocess.Popen(_command(case, junit), cwd=REPO, env=_environment(case, d / "state"),
+                proc = subprocess.Popen(command(case, junit), cwd=REPO, env=_environment(case, d / "state"),
                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             started.append((case, proc, junit, log, d / "state", time.monotonic()))
-        deadline = time.monotonic() + RUN_TIMEOUT
+        deadline = time.monotonic() + timeout
         for case, proc, junit, log, _, t0 in started:
             timed_out = False
             try:
@@ -225,13 +226,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) 
                 _stop(proc)
             finished[case.breakage] = Run(case, proc.returncode, timed_out, time.monotonic() - t0,
                                           log.read_text(errors="replace"), _outcomes(junit))
-        _show(pytestconfig, _table(finished))
-        yield finished
+        return finished
     finally:
         for _, proc, _, _, state, _ in started:
             if proc.poll() is None:
                 _stop(proc)
             _sweep(state)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> dict[str, Run]:
+    """Start the control run and every broken run at once; gather them all."""
+    finished = run_cases((CONTROL, *CASES), _command, tmp_path_factory, RUN_TIMEOUT)
+    _show(pytestconfig, _table(finished))
+    return finished
 
 
 def _table(runs: dict[str, Run]) -> str:

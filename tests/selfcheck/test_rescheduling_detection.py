@@ -20,16 +20,13 @@ is involved), and both pass on a healthy cluster run at the same time.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import allure
 import pytest
 
-from tests.selfcheck.test_detection_power import (REPO, Case, Run, _environment, _outcomes, _stop, _sweep,
-                                                  EXPECTATION_ERRORS)
+from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Case, Run, run_cases
 
 pytestmark = [allure.epic("Self-verification"), allure.feature("Detection power"), pytest.mark.slow]
 
@@ -45,37 +42,15 @@ CONTROL = Case("", {}, must_pass=(WFFC, IMMEDIATE))
 RUN_TIMEOUT = 540.0  # measured 2-5 min on a shared 2-CPU machine
 
 
+def _command(case: Case, junit: Path) -> list[str]:
+    return [sys.executable, "-m", "pytest", *case.node_ids, "-p", "tests.selfcheck.broken_cluster",
+            "-p", "no:cacheprovider", "-q", f"--junitxml={junit}", "-n", "0"]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """The broken and the healthy run, started together, one cluster each."""
-    started = []
-    finished: dict[str, Run] = {}
-    try:
-        for case in (CONTROL, BROKEN):
-            d = tmp_path_factory.mktemp(case.breakage or "control")
-            junit, log = d / "junit.xml", d / "output.txt"
-            command = [sys.executable, "-m", "pytest", *case.node_ids, "-p", "tests.selfcheck.broken_cluster",
-                       "-p", "no:cacheprovider", "-q", f"--junitxml={junit}", "-n", "0"]
-            with log.open("wb") as out:
-                proc = subprocess.Popen(command, cwd=REPO, env=_environment(case, d / "state"), stdout=out,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
-            started.append((case, proc, junit, log, d / "state", time.monotonic()))
-        deadline = time.monotonic() + RUN_TIMEOUT
-        for case, proc, junit, log, _, t0 in started:
-            timed_out = False
-            try:
-                proc.wait(max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _stop(proc)
-            finished[case.breakage] = Run(case, proc.returncode, timed_out, time.monotonic() - t0,
-                                          Path(log).read_text(errors="replace"), _outcomes(junit))
-        return finished
-    finally:
-        for _, proc, _, _, state, _ in started:
-            if proc.poll() is None:
-                _stop(proc)
-            _sweep(state)
+    return run_cases((CONTROL, BROKEN), _command, tmp_path_factory, RUN_TIMEOUT)
 
 
 def test_rescheduling_suite_passes_on_a_healthy_cluster(runs: dict[str, Run]) -> None:
