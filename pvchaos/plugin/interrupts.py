@@ -1,0 +1,67 @@
+"""How each pytest process of a run takes SIGINT and SIGTERM, so an interrupt stops the
+run once, tears down its clusters, and says nothing but what was stopped.
+
+- An xdist worker stops at the first signal (KeyboardInterrupt: fixtures tear down, the
+  clusters go) and ignores the copies that follow: a terminal, `pvchaos run` and the
+  controller may each deliver one. It also dies with the controller (PR_SET_PDEATHSIG),
+  so a SIGKILLed run leaves no worker, and so no cluster, running.
+- The xdist controller does not stop at the first signal: it passes it to its workers and
+  keeps listening until each has reported its end. Stopping at once closed the workers'
+  channels while they tore down, and their `pytest_sessionfinish` then failed with
+  "OSError: cannot send (already closed?)" (a PluggyTeardownRaisedWarning on the
+  terminal). A second signal stops it at once.
+- A single-process run (`-n 0`) stops at the first signal, SIGTERM like Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from pvchaos.supervise import FORWARDED, children_of, die_with_parent
+
+_DEFAULTS = (signal.SIG_DFL, signal.default_int_handler, None)
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def install(config: pytest.Config) -> None:
+    """Take over SIGINT and SIGTERM where nobody else has (a host program's handler stays)."""
+    if is_worker(config):
+        die_with_parent(signal.SIGKILL)
+    handler = _Handler(config)
+    for sig in FORWARDED:
+        if signal.getsignal(sig) in _DEFAULTS:
+            signal.signal(sig, handler)
+
+
+class _Handler:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.received: list[int] = []
+
+    def __call__(self, signum: int, frame: FrameType | None) -> Any:
+        self.received.append(signum)
+        first = len(self.received) == 1
+        if is_worker(self.config):
+            if first:
+                raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+            return None  # a copy of the same interrupt; the teardown goes on
+        workers = children_of(os.getpid()) if self._distributed() else []
+        if first and workers:
+            for pid in workers:
+                try:
+                    os.kill(pid, signum)
+                except ProcessLookupError:
+                    pass
+            return None  # xdist stops once every worker reported its end
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    def _distributed(self) -> bool:
+        return self.config.pluginmanager.get_plugin("dsession") is not None
