@@ -235,7 +235,7 @@ def _run_and_report(req: Options) -> int:
     html = report.build_report(lay.root, env, note=note)  # the same path the report tests check
     print(report.format_summary(report.summarize(lay.results)))
     print(f"suites wall time: {outcome.seconds:.1f}s")
-    print(f"Allure report: {html}\nJUnit XML: {lay.junit}")
+    print(f"Allure report: {html}\nJUnit XML: {lay.junit}", flush=True)
     if outcome.interrupted_by is None:
         return outcome.returncode
     print(stopped_line(outcome, left, remaining_clusters()), file=sys.stderr)

@@ -192,3 +192,10 @@ def test_sigkill_to_the_owner_takes_the_child(tmp_path: Path) -> None:
     os.kill(owner.pid, signal.SIGKILL)
     owner.wait(timeout=5)
     assert _gone(child, 5), f"child {child} outlived its SIGKILLed owner"
+
+
+def test_plugin_refuses_malformed_gates_once_not_per_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_one(cluster):\n    pass\n")
+    result = pytester.runpytest_inprocess("--feature-gates=Foo", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--feature-gates: 'Foo' is not NAME=true|false*"])
