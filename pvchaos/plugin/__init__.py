@@ -51,6 +51,12 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_options(config)
 
 
+@pytest.hookimpl(hookwrapper=True, trylast=True)  # inside xdist's wrapper: before it sends the outcome
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
+    yield
+    interrupts.worker_finished(session, exitstatus)
+
+
 def _check_options(config: pytest.Config) -> None:
     """Input a cluster start would refuse is refused once, here, not by every test."""
     opts = from_values(config.getoption, pytest_side=True)

@@ -5,6 +5,10 @@ run once, tears down its clusters, and says nothing but what was stopped.
   clusters go) and ignores the copies that follow: a terminal, `pvchaos run` and the
   controller may each deliver one. It also dies with the controller (PR_SET_PDEATHSIG),
   so a SIGKILLed run leaves no worker, and so no cluster, running.
+- A worker that stopped for a signal ends its session as `--maxfail` would ("interrupted
+  by SIGTERM"), not with pytest's keyboard-interrupt status: xdist would take that for a
+  crash, report the running test as failed ("worker crashed while running ...") and start
+  a replacement worker. The test that was running has no result, as in a one-process run.
 - The xdist controller does not stop at the first signal: it passes it to its workers and
   keeps listening until each has reported its end. Stopping at once closed the workers'
   channels while they tore down, and their `pytest_sessionfinish` then failed with
@@ -31,11 +35,15 @@ def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+RECEIVED = pytest.StashKey[list[int]]()
+
+
 def install(config: pytest.Config) -> None:
     """Take over SIGINT and SIGTERM where nobody else has (a host program's handler stays)."""
     if is_worker(config):
         die_with_parent(signal.SIGKILL)
     handler = _Handler(config)
+    config.stash[RECEIVED] = handler.received
     for sig in FORWARDED:
         if signal.getsignal(sig) in _DEFAULTS:
             signal.signal(sig, handler)
@@ -65,3 +73,15 @@ class _Handler:
 
     def _distributed(self) -> bool:
         return self.config.pluginmanager.get_plugin("dsession") is not None
+
+
+def worker_finished(session: pytest.Session, exitstatus: int) -> None:
+    """In a worker stopped by a signal: tell the controller "stop, interrupted", the way
+    `--maxfail` does, instead of the keyboard-interrupt status it treats as a crash.
+    Runs after xdist recorded `workeroutput` and before it sends it."""
+    received = session.config.stash.get(RECEIVED, [])
+    if not is_worker(session.config) or not received or exitstatus != pytest.ExitCode.INTERRUPTED:
+        return
+    out = session.config.workeroutput  # type: ignore[attr-defined]
+    out["exitstatus"] = int(pytest.ExitCode.TESTS_FAILED)
+    out["shouldstop"] = f"interrupted by {signal.Signals(received[0]).name}"
