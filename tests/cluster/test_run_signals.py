@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +48,8 @@ def live_processes_naming(*markers: Path) -> list[str]:
         except OSError:
             continue
         if ") Z " not in stat and any(n in cmdline for n in needles):
-            found.append(f"{entry.name}: {cmdline.replace(b'\0', b' ')[:160].decode(errors='replace')}")
+            shown = cmdline.replace(b"\0", b" ")[:160].decode(errors="replace")
+            found.append(f"{entry.name}: {shown}")
     return found
 
 
@@ -62,7 +63,7 @@ def _binaries() -> None:
 
 
 @pytest.fixture
-def start(tmp_path: Path) -> Iterator[callable]:  # type: ignore[valid-type]
+def start(tmp_path: Path) -> Iterator[Callable[..., Run]]:
     started: list[Run] = []
 
     def _start(*prefix: str, extra: tuple[str, ...] = ()) -> Run:
@@ -110,7 +111,7 @@ def assert_stopped_cleanly(run: Run, code: int, started: float) -> str:
     return out
 
 
-def test_kill_term_to_the_runner_pid_stops_the_run(start) -> None:  # type: ignore[no-untyped-def]
+def test_kill_term_to_the_runner_pid_stops_the_run(start: Callable[..., Run]) -> None:
     run = start()
     wait_for_a_cluster(run)
     sent = time.monotonic()
@@ -119,14 +120,14 @@ def test_kill_term_to_the_runner_pid_stops_the_run(start) -> None:  # type: igno
     assert_stopped_cleanly(run, 143, sent)
 
 
-def test_timeout_s_term_stops_the_run(start) -> None:  # type: ignore[no-untyped-def]
+def test_timeout_s_term_stops_the_run(start: Callable[..., Run]) -> None:
     started = time.monotonic()
     run = start("timeout", "--preserve-status", "-s", "TERM", "30")
     run.proc.wait(timeout=30 + STOP_WITHIN + 30)
     assert_stopped_cleanly(run, 143, started + 30)
 
 
-def test_kill_kill_leaves_nothing_running_and_the_next_run_says_what_it_swept(start) -> None:  # type: ignore[no-untyped-def]
+def test_kill_kill_leaves_nothing_running_and_the_next_run_says_what_it_swept(start: Callable[..., Run]) -> None:
     run = start()
     wait_for_a_cluster(run)
     os.kill(run.proc.pid, signal.SIGKILL)
