@@ -229,7 +229,9 @@ def _run_and_report(req: Options) -> int:
     if outcome.interrupted_by is not None:
         note = interrupted_note(outcome)
         env["interrupted"] = note
-        report.write_executor(lay.results, f"pvchaos run (interrupted by {supervise.signal_name(outcome.interrupted_by)})")
+        name = supervise.signal_name(outcome.interrupted_by)
+        report.write_executor(lay.results, f"pvchaos run (interrupted by {name})")
+        report.mark_unfinished(lay.results, f"interrupted by {name} before it finished: no verdict")
     if req.profile:
         _certification(req, lay.results)
     html = report.build_report(lay.root, env, note=note)  # the same path the report tests check

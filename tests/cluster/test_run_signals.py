@@ -11,6 +11,8 @@ its workers have it in theirs).
 from __future__ import annotations
 
 import os
+import pty
+import select
 import signal
 import subprocess
 import time
@@ -94,19 +96,21 @@ def wait_for_a_cluster(run: Run, within: float = 120.0) -> None:
     time.sleep(3)  # into the test body, not only the start
 
 
-def assert_stopped_cleanly(run: Run, code: int, started: float) -> str:
-    out = run.output()
+def assert_stopped_cleanly(run: Run, code: int, started: float, out: str | None = None) -> str:
+    name = signal.Signals(code - 128).name
+    out = run.output() if out is None else out
     elapsed = time.monotonic() - started
-    assert run.proc.returncode == code, out[-3000:]
+    if run.proc is not None:
+        assert run.proc.returncode == code, out[-3000:]
     assert elapsed < STOP_WITHIN, f"stopped after {elapsed:.1f}s"
     assert live_processes_naming(run.state, run.reports) == []
     assert clusters_on_disk(run.state) == []
     summary = (run.reports / "summary.md").read_text()
-    assert "**Interrupted** by SIGTERM" in summary
-    assert "interrupted=interrupted by SIGTERM" in (run.reports / "allure-results" / "environment.properties").read_text()
+    assert f"**Interrupted** by {name}" in summary
+    assert f"interrupted=interrupted by {name}" in (run.reports / "allure-results" / "environment.properties").read_text()
     assert (run.reports / "html" / "index.html").is_file() and (run.reports / "junit.xml").is_file()
     last = out.strip().splitlines()[-1]
-    assert last.startswith("pvchaos: interrupted by SIGTERM: pytest and every cluster it started are stopped"), out[-2000:]
+    assert last.startswith(f"pvchaos: interrupted by {name}: pytest and every cluster it started are stopped"), out[-2000:]
     assert "PluggyTeardownRaisedWarning" not in out and "cannot send" not in out, out[-3000:]
     return out
 
@@ -142,3 +146,40 @@ def test_kill_kill_leaves_nothing_running_and_the_next_run_says_what_it_swept(st
     out = nxt.proc.communicate(timeout=300)[0]
     assert "removed orphaned cluster(s) before the run: " + ", ".join(orphans) in out, out[-2000:]
     assert clusters_on_disk(run.state) == []
+
+
+def test_ctrl_c_in_a_terminal_stops_quietly(tmp_path: Path) -> None:
+    """A real terminal: Ctrl-C reaches the runner (the foreground group) only; the output
+    has no PluggyTeardownRaisedWarning / "cannot send" and ends in the one stopped line."""
+    state, reports = tmp_path / "state", tmp_path / "reports"
+    env = {**os.environ, "PVCHAOS_STATE_DIR": str(state)}
+    argv = [str(REPO_ROOT / "bin" / "pvchaos"), "run", *SELECTION, "--report-dir", str(reports)]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command in a terminal of its own
+        os.chdir(REPO_ROOT)
+        os.execve(argv[0], argv, env)
+    chunks: list[bytes] = []
+    pressed = None
+    give_up = time.monotonic() + 300
+    try:
+        while time.monotonic() < give_up or os.kill(pid, signal.SIGKILL):  # a hung run is killed, then fails
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            if pressed is None and clusters_on_disk(state):
+                time.sleep(3)
+                os.write(fd, b"\x03")
+                pressed = time.monotonic()
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert pressed is not None, b"".join(chunks).decode(errors="replace")[-2000:]
+    run = Run(proc=None, state=state, reports=reports)  # type: ignore[arg-type]
+    out = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    assert os.waitstatus_to_exitcode(status) == 130, out[-2000:]
+    assert_stopped_cleanly(run, 130, pressed, out=out)

@@ -199,3 +199,16 @@ def test_plugin_refuses_malformed_gates_once_not_per_test(pytester: pytest.Pytes
     result = pytester.runpytest_inprocess("--feature-gates=Foo", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--feature-gates: 'Foo' is not NAME=true|false*"])
+
+
+def test_tests_cut_short_get_the_reason_and_real_skips_keep_theirs(tmp_path: Path) -> None:
+    import json
+
+    from pvchaos import report
+    (tmp_path / "a-result.json").write_text(json.dumps({"name": "cut", "status": "skipped"}))
+    real = {"name": "skip", "status": "skipped", "statusDetails": {"message": "backend kind: no disruption"}}
+    (tmp_path / "b-result.json").write_text(json.dumps(real))
+    (tmp_path / "c-result.json").write_text(json.dumps({"name": "ok", "status": "passed"}))
+    assert report.mark_unfinished(tmp_path, "interrupted by SIGTERM before it finished") == ["cut"]
+    assert json.loads((tmp_path / "a-result.json").read_text())["statusDetails"]["message"].startswith("interrupted")
+    assert json.loads((tmp_path / "b-result.json").read_text()) == real
