@@ -224,6 +224,7 @@ def _run_and_report(req: Options) -> int:
     lay.results.mkdir(parents=True, exist_ok=True)
     outcome = supervise.run_owned(pytest_argv(req), REPO_ROOT)
     left = _sweep("after the run") if req.backend == "local" else []
+    supervise.reap_zombie_children()  # cluster processes of a killed worker were reparented to us
     env = environment(req)
     note = None
     if outcome.interrupted_by is not None:
