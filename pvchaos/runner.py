@@ -260,6 +260,8 @@ def stopped_line(outcome: supervise.Outcome, swept: list[str], remaining: list[s
     """The one line an interrupted run ends with; it claims only what was checked (pure)."""
     name = supervise.signal_name(outcome.interrupted_by or 0)
     how = " (SIGKILLed after the teardown bound)" if outcome.killed else ""
+    if outcome.stop_seconds is not None:
+        how += f" {outcome.stop_seconds:.1f}s after the signal"
     cleaned = f"; removed leftover cluster(s) {', '.join(swept)}" if swept else ""
     if remaining:
         return (f"pvchaos: interrupted by {name}: pytest stopped{how}{cleaned}; still present: "

@@ -71,6 +71,7 @@ class Outcome:
     seconds: float
     signals: list[int] = field(default_factory=list)  # what the runner received, in order
     killed: bool = False  # the group was SIGKILLed (teardown bound exceeded, or a second signal)
+    stop_seconds: float | None = None  # from the first signal until the whole group was gone
 
     @property
     def interrupted_by(self) -> int | None:
@@ -149,8 +150,11 @@ def run_owned(argv: Sequence[str], cwd: Path, teardown_seconds: float = TEARDOWN
     outcome = Outcome(returncode=0, seconds=0.0)
     child: list[subprocess.Popen[bytes]] = []
 
+    signalled: list[float] = []
+
     def forward(signum: int, frame: FrameType | None) -> None:
         outcome.signals.append(signum)
+        signalled.append(time.monotonic())
         if child:
             hard = len(outcome.signals) > 1
             outcome.killed = outcome.killed or hard
@@ -174,6 +178,8 @@ def run_owned(argv: Sequence[str], cwd: Path, teardown_seconds: float = TEARDOWN
             time.sleep(0.05)
         outcome.returncode = proc.returncode
         _wait_group_gone(proc.pid, straggler_seconds, outcome)
+        if signalled:
+            outcome.stop_seconds = time.monotonic() - signalled[0]
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
