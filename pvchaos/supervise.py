@@ -3,7 +3,9 @@
 pytest runs in a process group of its own (its xdist workers join it). SIGINT and
 SIGTERM to the runner are forwarded to that group; the runner then waits for the
 teardown, bounded (`TEARDOWN_SECONDS`, then SIGKILL to the group), so the report of
-what ran can still be written. A second signal kills the group at once. If the runner
+what ran can still be written. A second signal, once `REPEAT_AFTER_SECONDS` have passed,
+kills the group at once (copies that arrive together are one interrupt: `timeout`
+signals both its child and its own process group, so the runner gets two). If the runner
 itself dies by SIGKILL, PR_SET_PDEATHSIG takes pytest with it (and the plugin ties each
 worker to pytest the same way; the cluster processes are tied to their worker), and the
 next run's orphan sweep removes what is left on disk. The runner is a child subreaper,
@@ -27,6 +29,12 @@ PR_SET_CHILD_SUBREAPER = 36
 TEARDOWN_SECONDS = 60.0  # a cluster down takes seconds; a hung teardown must not hold a CI job
 STRAGGLER_SECONDS = 15.0  # after pytest exits, for workers still tearing down
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
+REPEAT_AFTER_SECONDS = 2.0  # a signal sooner after the first is a copy of it, not "hurry up"
+
+
+def is_repeat(first_at: float | None, now: float) -> bool:
+    """Whether a signal at `now` means "stop harder" after one at `first_at` (pure)."""
+    return first_at is not None and now - first_at >= REPEAT_AFTER_SECONDS
 
 
 def exit_code_for(signum: int) -> int:
@@ -153,10 +161,13 @@ def run_owned(argv: Sequence[str], cwd: Path, teardown_seconds: float = TEARDOWN
     signalled: list[float] = []
 
     def forward(signum: int, frame: FrameType | None) -> None:
+        now = time.monotonic()
+        hard = is_repeat(signalled[0] if signalled else None, now)
+        if signalled and not hard:
+            return  # a copy of the first
         outcome.signals.append(signum)
-        signalled.append(time.monotonic())
+        signalled.append(now)
         if child:
-            hard = len(outcome.signals) > 1
             outcome.killed = outcome.killed or hard
             _killpg(child[0].pid, signal.SIGKILL if hard else signum)
 

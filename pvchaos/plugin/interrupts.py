@@ -13,7 +13,8 @@ run once, tears down its clusters, and says nothing but what was stopped.
   keeps listening until each has reported its end. Stopping at once closed the workers'
   channels while they tore down, and their `pytest_sessionfinish` then failed with
   "OSError: cannot send (already closed?)" (a PluggyTeardownRaisedWarning on the
-  terminal). A second signal stops it at once.
+  terminal). A second signal stops it at once, unless it came with the first (within
+  2 s: `timeout` signals pytest and then its whole process group).
 - A single-process run (`-n 0`) stops at the first signal, SIGTERM like Ctrl-C.
 """
 
@@ -21,12 +22,13 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from types import FrameType
 from typing import Any
 
 import pytest
 
-from pvchaos.supervise import FORWARDED, children_of, die_with_parent
+from pvchaos.supervise import FORWARDED, children_of, die_with_parent, is_repeat
 
 _DEFAULTS = (signal.SIG_DFL, signal.default_int_handler, None)
 
@@ -53,10 +55,16 @@ class _Handler:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.received: list[int] = []
+        self.first_at: float | None = None
 
     def __call__(self, signum: int, frame: FrameType | None) -> Any:
+        now = time.monotonic()
+        first = not self.received
+        if not first and not is_worker(self.config) and not is_repeat(self.first_at, now):
+            return None  # a copy of the first signal, not a second interrupt
         self.received.append(signum)
-        first = len(self.received) == 1
+        if first:
+            self.first_at = now
         if is_worker(self.config):
             if first:
                 raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")

@@ -105,14 +105,16 @@ def wait_for_a_cluster(run: Run, within: float = 120.0) -> None:
 
 
 def pytest_group(run: Run) -> int:
-    """The process group of the run's pytest (its command line names the report dir)."""
+    """The process group of the run's pytest (`-m pytest ... --alluredir=<report dir>/...`;
+    the tmp path itself contains "pytest", so the runner's command line must not match)."""
+    wanted = f"--alluredir={run.reports}".encode()
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             cmdline = (entry / "cmdline").read_bytes()
             stat = (entry / "stat").read_text(errors="replace")
         except OSError:
             continue
-        if b"pytest" in cmdline and str(run.reports).encode() in cmdline:
+        if b"\0-m\0pytest\0" in cmdline and wanted in cmdline:
             return int(stat.rsplit(")", 1)[1].split()[2])
     raise AssertionError("no pytest process of the run found")
 

@@ -128,10 +128,22 @@ def test_xdist_controller_passes_the_first_signal_to_its_workers(monkeypatch: py
     monkeypatch.setattr(interrupts, "children_of", lambda pid: [111, 222])
     monkeypatch.setattr(interrupts.os, "kill", lambda pid, sig: sent.append((pid, sig)))
     handler = interrupts._Handler(_config(worker=False, dsession=object()))  # type: ignore[arg-type]
+    clock = [100.0]
+    monkeypatch.setattr(interrupts.time, "monotonic", lambda: clock[0])
     assert handler(signal.SIGTERM, None) is None  # keeps listening until the workers report
     assert sent == [(111, signal.SIGTERM), (222, signal.SIGTERM)]
+    clock[0] += 0.1
+    assert handler(signal.SIGTERM, None) is None  # `timeout`'s copy to the process group
+    assert len(sent) == 2
+    clock[0] += 3
     with pytest.raises(KeyboardInterrupt):  # a second signal: stop now
         handler(signal.SIGINT, None)
+
+
+def test_a_signal_is_a_repeat_only_after_a_pause() -> None:
+    assert not supervise.is_repeat(None, 5.0)
+    assert not supervise.is_repeat(5.0, 5.5)
+    assert supervise.is_repeat(5.0, 7.5)
 
 
 # -- run_owned in a real process: a stand-in runner whose child ignores nothing -------------
@@ -177,6 +189,15 @@ def test_sigterm_to_the_owner_alone_reaches_the_child_and_waits_for_it(tmp_path:
     out, _ = owner.communicate(timeout=20)
     assert out.split()[0] == "7" and "15" in out and out.split()[-1] == "False"  # the child's own exit, not a kill
     assert _gone(child, 1)
+
+
+def test_two_signals_at_once_are_one_interrupt(tmp_path: Path) -> None:
+    """`timeout` signals the runner and then its process group: no SIGKILL for that."""
+    owner, child = _start_owner(tmp_path)
+    os.kill(owner.pid, signal.SIGTERM)
+    os.kill(owner.pid, signal.SIGTERM)
+    out, _ = owner.communicate(timeout=20)
+    assert out.split()[0] == "7" and out.split()[-1] == "False", out
 
 
 def test_teardown_bound_ends_in_sigkill(tmp_path: Path) -> None:
