@@ -7,16 +7,18 @@ left running or on disk by a command that failed.
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 
 from clusters.backend import ClusterError
 from clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig, parse_feature_gates
 from clusters.local.registry import destroy, list_clusters
-from clusters.options import REPO_ROOT, add_run_arguments, from_values
+from clusters.options import REPO_ROOT, add_run_arguments, check_feature_gates, from_values
 from clusters.topology import Topology
 from pvchaos import compare_runs, report
 from pvchaos import explain as explain_command
@@ -47,7 +49,7 @@ def _cluster_up(args: argparse.Namespace) -> int:
     cfg = LocalClusterConfig(
         name=args.name, k8s_version=args.k8s_version,
         topology=Topology.parse(args.zones, args.nodes_per_zone),
-        feature_gates=parse_feature_gates(args.feature_gates),
+        feature_gates=check_feature_gates(args.feature_gates, args.k8s_version),
         disabled_controllers=tuple(args.disable_controller),
         disabled_scheduler_plugins=tuple(args.disable_scheduler_plugin),
         extra_kcm_flags=tuple(args.kcm_flag),
@@ -215,16 +217,25 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt("SIGTERM")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # `kill`, CI: the same path as Ctrl-C
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.func(args))
     except (ClusterError, BuildError, ValueError, RuntimeError) as exc:
         print(f"pvchaos: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("pvchaos: interrupted; everything started was stopped", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        # Reached outside `run`'s pytest child (which reports itself): a build or a
+        # `cluster up`, whose own cleanup ran while this exception unwound.
+        name = "SIGTERM" if str(exc) == "SIGTERM" else "SIGINT"
+        print(f"pvchaos: interrupted by {name}; {args.command} stopped", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
 
 
 if __name__ == "__main__":

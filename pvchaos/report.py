@@ -285,16 +285,43 @@ def read_report_json(html_dir: Path | str, name: str) -> Any:
 
 
 def build_report(report_dir: Path | str, env: Mapping[str, str],
-                 categories: Iterable[Mapping[str, Any]] = ()) -> Path:
-    """Everything after pytest: environment, categories, history, HTML, summary.md."""
+                 categories: Iterable[Mapping[str, Any]] = (), note: str | None = None) -> Path:
+    """Everything after pytest: environment, categories, history, HTML, summary.md.
+    `note` (an interrupted run says so) heads the summary."""
     lay = layout(report_dir)
     write_environment(lay.results, env)
     write_categories(lay.results, categories)
     restore_history(lay.root)
     index = generate_html(lay.root)
     save_history(lay.root)
-    write_summary_md(lay.root, summarize(lay.results))
+    write_summary_md(lay.root, summarize(lay.results), note=note)
     return index
+
+
+def mark_unfinished(results_dir: Path | str, reason: str) -> list[str]:
+    """Give the tests a signal cut short their reason. allure-pytest records such a test as
+    skipped with no details at all (no message, no trace), which no real skip is; returns
+    the names of the results it marked."""
+    marked = []
+    for path in sorted(Path(results_dir).glob("*-result.json")):
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if result.get("status") == "skipped" and not result.get("statusDetails"):
+            result["statusDetails"] = {"message": reason}
+            path.write_text(json.dumps(result), encoding="utf-8")
+            marked.append(str(result.get("name")))
+    return marked
+
+
+def write_executor(results_dir: Path | str, build_name: str) -> Path:
+    """executor.json: the report's Executors widget names the run (an interrupted run says so)."""
+    path = Path(results_dir) / "executor.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"name": "pvchaos", "type": "pvchaos", "buildName": build_name}) + "\n",
+                    encoding="utf-8")
+    return path
 
 
 # --- summary ------------------------------------------------------------------------------
@@ -428,10 +455,13 @@ def format_summary(rows: list[SuiteRow]) -> str:
     return "\n".join([fmt(table[0]), rule, *(fmt(line) for line in table[1:-1]), rule, fmt(table[-1])])
 
 
-def write_summary_md(report_dir: Path | str, rows: list[SuiteRow]) -> Path:
+def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | None = None) -> Path:
     """R/summary.md: the same table in Markdown (fits a CI job summary), plus categories."""
     lay = layout(report_dir)
-    lines = ["# pvchaos run summary", "", "| " + " | ".join(_HEADER) + " |",
+    lines = ["# pvchaos run summary", ""]
+    if note:
+        lines += [f"**{note.split(' ', 1)[0].capitalize()}** {note.split(' ', 1)[1]}", ""]
+    lines += ["| " + " | ".join(_HEADER) + " |",
              "|" + "|".join(["---"] + ["---:"] * 5 + ["---", "---"]) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in _cells(rows)]
     try:

@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+import signal
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 from clusters.kind import KindBackend
-from clusters.options import BACKENDS, REPO_ROOT, Options
+from clusters.local.config import minor_of, parse_feature_gates
+from clusters.local.registry import list_clusters, sweep_orphans
+from clusters.options import BACKENDS, REPO_ROOT, Options, check_feature_gates
 from clusters.options import pytest_flags as _pytest_flags
 from clusters.topology import Topology
 from conformance import feature_gates
 from drivers.profile import load_profile
 from pvchaos import compare_backends as cmp
-from pvchaos import report
+from pvchaos import report, supervise
 from pvchaos.results import merge_into
 from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
 from tools.build import ensure_binaries
@@ -97,13 +98,40 @@ def validate(req: Options) -> None:
         if not Path(req.profile).is_file():
             raise UsageError(f"--profile {req.profile}: no such file")
         load_profile(req.profile)  # a typo or an impossible value: one line, before any cluster
-    try:
-        req.report_dir.mkdir(parents=True, exist_ok=True)
-        probe = req.report_dir / ".pvchaos-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise UsageError(f"--report-dir {req.report_dir}: cannot write there ({exc.strerror})") from None
+    if req.backend == "local":
+        version = req.k8s_version or DEFAULT_K8S_VERSION
+        try:
+            minor_of(version)
+            parse_feature_gates(req.feature_gates)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    problem = unwritable(req.report_dir)
+    if problem:
+        raise UsageError(f"--report-dir {req.report_dir}: cannot write there ({problem})")
+
+
+def check_gates(req: Options) -> None:
+    """Each --feature-gates name is known to the local clusters' version (needs its binaries)."""
+    if req.backend == "local" and req.feature_gates:
+        try:
+            check_feature_gates(req.feature_gates, req.k8s_version or DEFAULT_K8S_VERSION)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def unwritable(directory: Path) -> str | None:
+    """Why a report could not be written to `directory`, or None; creates nothing, so a
+    refused run leaves no empty report directory behind."""
+    probe = directory
+    while not probe.exists():
+        if probe.parent == probe:
+            return "no existing parent"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
 
 
 def pytest_argv(req: Options) -> list[str]:
@@ -122,11 +150,13 @@ def pytest_argv(req: Options) -> list[str]:
 
 
 def run(req: Options) -> int:
-    """The main job; returns pytest's exit code (non-zero when anything failed)."""
+    """The main job; returns pytest's exit code (non-zero when anything failed), or
+    128 + the signal's number when a signal stopped it."""
     validate(req)
     engine = None
     if req.backend == "local":
         ensure_binaries(req.k8s_version or DEFAULT_K8S_VERSION)
+        check_gates(req)
     if req.backend == "kind":
         engine = prepare_kind(req)
     try:
@@ -154,7 +184,11 @@ def run_backends(req: Options) -> int:
     runs = [replace(req, backend=b, report_dir=req.report_dir / b) for b in backends]
     for one in runs:
         validate(one)
-    codes = [run(one) for one in runs]
+    codes = []
+    for one in runs:
+        codes.append(run(one))
+        if codes[-1] in STOPPED_CODES:  # a signal stops the whole comparison, not one backend
+            return codes[-1]
     merged = report.layout(req.report_dir).results
     if merged.exists():
         shutil.rmtree(merged)
@@ -183,21 +217,75 @@ def prepare_kind(req: Options) -> Engine | None:
 
 def _run_and_report(req: Options) -> int:
     lay = report.layout(req.report_dir)
+    if req.backend == "local":
+        _sweep("before the run")
     if lay.results.exists():
         for old in lay.results.iterdir():
             if old.is_file():
                 old.unlink()
     lay.results.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    code = subprocess.call(pytest_argv(req), cwd=REPO_ROOT)
-    elapsed = time.monotonic() - started
+    outcome = supervise.run_owned(pytest_argv(req), REPO_ROOT)
+    left = _sweep("after the run") if req.backend == "local" else []
+    supervise.reap_zombie_children()  # cluster processes of a killed worker were reparented to us
+    env = environment(req)
+    note = None
+    if outcome.interrupted_by is not None:
+        note = interrupted_note(outcome)
+        env["interrupted"] = note
+        name = supervise.signal_name(outcome.interrupted_by)
+        report.write_executor(lay.results, f"pvchaos run (interrupted by {name})")
+        report.mark_unfinished(lay.results, f"interrupted by {name} before it finished: no verdict")
     if req.profile:
         _certification(req, lay.results)
-    html = report.build_report(lay.root, environment(req))  # the same path the report tests check
+    html = report.build_report(lay.root, env, note=note)  # the same path the report tests check
     print(report.format_summary(report.summarize(lay.results)))
-    print(f"suites wall time: {elapsed:.1f}s")
-    print(f"Allure report: {html}\nJUnit XML: {lay.junit}")
-    return code
+    print(f"suites wall time: {outcome.seconds:.1f}s")
+    print(f"Allure report: {html}\nJUnit XML: {lay.junit}", flush=True)
+    if outcome.interrupted_by is None:
+        return outcome.returncode
+    print(stopped_line(outcome, left, remaining_clusters()), file=sys.stderr)
+    return supervise.exit_code_for(outcome.interrupted_by)
+
+
+STOPPED_CODES = (supervise.exit_code_for(signal.SIGINT), supervise.exit_code_for(signal.SIGTERM))
+
+
+def interrupted_note(outcome: supervise.Outcome) -> str:
+    """What the report says about a stopped run (pure)."""
+    name = supervise.signal_name(outcome.interrupted_by or 0)
+    how = "; teardown cut short by SIGKILL" if outcome.killed else ""
+    return (f"interrupted by {name} after {outcome.seconds:.0f}s{how}: "
+            "the results cover only the tests that ran")
+
+
+def stopped_line(outcome: supervise.Outcome, swept: list[str], remaining: list[str]) -> str:
+    """The one line an interrupted run ends with; it claims only what was checked (pure)."""
+    name = supervise.signal_name(outcome.interrupted_by or 0)
+    how = " (SIGKILLed after the teardown bound)" if outcome.killed else ""
+    if outcome.stop_seconds is not None:
+        how += f" {outcome.stop_seconds:.1f}s after the signal"
+    cleaned = f"; removed leftover cluster(s) {', '.join(swept)}" if swept else ""
+    if remaining:
+        return (f"pvchaos: interrupted by {name}: pytest stopped{how}{cleaned}; still present: "
+                f"{', '.join(remaining)} (pvchaos cluster down --all)")
+    return f"pvchaos: interrupted by {name}: pytest and every cluster it started are stopped{how}{cleaned}"
+
+
+def _sweep(when: str) -> list[str]:
+    """Remove local clusters whose run died without tearing down, and say so on the terminal."""
+    try:
+        removed = sweep_orphans()
+    except RuntimeError as exc:
+        print(f"[pvchaos] orphan sweep {when}: {exc}", file=sys.stderr)
+        return []
+    if removed:
+        print(f"[pvchaos] removed orphaned cluster(s) {when}: {', '.join(removed)}", file=sys.stderr)
+    return removed
+
+
+def remaining_clusters() -> list[str]:
+    """Local clusters that belong to no live run and were not detached (none, normally)."""
+    return [s.name for s in list_clusters() if not s.detached and not s.owner_alive()]
 
 
 def _certification(req: Options, results: Path) -> None:

@@ -7,24 +7,23 @@ See docs/writing-suites.md.
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator
-from types import FrameType
 
 import allure
 import pytest
 
 from clusters.backend import Capability
-from clusters.options import add_options
+from clusters.options import add_options, check_feature_gates, from_values
 from conformance import invariants
 from kube import snapshot
 from kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
-from pvchaos.plugin import evidence, hookspecs
+from pvchaos.plugin import evidence, hookspecs, interrupts
 from pvchaos.plugin.fixtures import (
     CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
     declared_canaries, needed_capabilities, ws,
 )
+from tools.versions import DEFAULT_K8S_VERSION
 
 __all__ = ["canary_results", "cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl", "ws"]  # the fixtures
 
@@ -49,13 +48,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
-    # SIGTERM (CI cancelling, `kill`) takes the same orderly path as Ctrl-C.
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+    # SIGTERM (CI cancelling, `kill`) takes the same orderly path as Ctrl-C, once.
+    interrupts.install(config)
+    if not interrupts.is_worker(config):
+        _check_options(config)
 
 
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+@pytest.hookimpl(hookwrapper=True, trylast=True)  # inside xdist's wrapper: before it sends the outcome
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
+    yield
+    interrupts.worker_finished(session, exitstatus)
+
+
+def _check_options(config: pytest.Config) -> None:
+    """Input a cluster start would refuse is refused once, here, not by every test."""
+    opts = from_values(config.getoption, pytest_side=True)
+    if opts.backend == "local" and opts.feature_gates:
+        try:
+            check_feature_gates(opts.feature_gates, opts.k8s_version or DEFAULT_K8S_VERSION)
+        except (ValueError, RuntimeError) as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,6 +9,7 @@ would skip never costs a fresh cluster.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,12 +88,24 @@ def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
 
     pool = ClusterPool(run_options(pytestconfig), configure=configure, started=started)
     if pool.options.backend == "local":
-        for name in sweep_orphans():  # clusters of runs that were killed without teardown
-            print(f"[pvchaos] removed orphaned cluster {name}")
+        removed = sweep_orphans()  # clusters of runs that were killed without teardown
+        if removed:
+            _tell_terminal(pytestconfig, f"[pvchaos] removed orphaned cluster(s) of a killed run: "
+                                         f"{', '.join(removed)}")
     try:
         yield pool
     finally:
         pool.close()
+
+
+def _tell_terminal(config: pytest.Config, line: str) -> None:
+    """A line on the real terminal (stderr), not into a test's captured output."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if capman is None:
+        print(line, file=sys.stderr)
+        return
+    with capman.global_and_fixture_disabled():
+        print(line, file=sys.stderr, flush=True)
 
 
 @pytest.fixture
