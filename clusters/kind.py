@@ -205,6 +205,31 @@ def kind_clusters() -> list[str]:
     return sorted(p.name[len("kind-"):] for p in state_root().glob("kind-*") if p.is_dir())
 
 
+def sweep_orphaned_kind_clusters(engine: Engine) -> list[str]:
+    """Remove kind clusters left on pvchaos's own engine by runs that died: a dockerd
+    restarts their containers when it starts again, and they would keep the engine from
+    stopping. A cluster with a directory (`kind_clusters()`, e.g. one `cluster up`
+    detached) is kept; a user's engine is never touched."""
+    if not engine.owned:
+        return []
+    listed = docker(engine, ["ps", "-a", "--filter", "label=io.x-k8s.kind.cluster",
+                             "--format", '{{.ID}} {{.Label "io.x-k8s.kind.cluster"}}'], timeout=60)
+    if listed.returncode != 0:
+        return []
+    keep = set(kind_clusters())
+    orphans: dict[str, list[str]] = {}
+    for line in listed.stdout.split("\n"):
+        if line.strip():
+            container, cluster = line.split(maxsplit=1)
+            if cluster not in keep:
+                orphans.setdefault(cluster, []).append(container)
+    for cluster, containers in sorted(orphans.items()):
+        docker(engine, ["rm", "-f", "-v", *containers], timeout=120)
+        docker(engine, ["network", "rm", f"pvchaos-{cluster}"], timeout=60)  # absent already: no harm
+        _log(f"removed orphaned kind cluster {cluster} ({len(containers)} containers) left by a run that died")
+    return sorted(orphans)
+
+
 # ---- faults -------------------------------------------------------------------------------
 
 @dataclass
@@ -366,6 +391,7 @@ class KindBackend:
         kind, the node image, a free cluster name."""
         try:
             self.engine = self.engine or ensure_engine()
+            sweep_orphaned_kind_clusters(self.engine)
             ensure_kind()
             self.image = build_node_image(self.engine, self.k8s_version)
         except (EngineError, BuildError) as exc:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
-from clusters.kind import KindBackend, KindFaults
+from clusters.kind import KindBackend, KindFaults, sweep_orphaned_kind_clusters
 from clusters.topology import Topology
 from tools.build import ensure_binaries
 from tools.docker_engine import Engine, EngineError, answers, docker, ensure_engine, stop_engine, user_engine
@@ -29,9 +29,11 @@ pytestmark = [pytest.mark.kind, pytest.mark.xdist_group("kind")]
 @pytest.fixture(scope="module")
 def engine() -> Engine:
     try:
-        return ensure_engine()
+        engine = ensure_engine()
     except EngineError as exc:
         pytest.skip(f"no Docker engine here and none can be started: {exc}")
+    sweep_orphaned_kind_clusters(engine)  # a run that died may have left some; dockerd restarts them
+    return engine
 
 
 def test_an_engine_pvchaos_starts_is_the_one_it_stops(engine: Engine) -> None:
