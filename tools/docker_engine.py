@@ -231,8 +231,22 @@ def _terminate(pid: int) -> None:
         time.sleep(0.2)
     if _alive_dockerd(pid):
         os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
-    _reap(pid)
+    _wait_reaped(pid)
+
+
+def _wait_reaped(pid: int, timeout: float = 15.0) -> None:
+    """Collect our child's exit status once it can be collected. A Go daemon's main thread
+    shows as a zombie ("Z") while its other threads are still exiting, and waitpid cannot
+    reap it until they have: one WNOHANG call at that moment leaves a zombie for good."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return  # not our child (or already collected): its parent or init reaps it
+        if done == pid:
+            return
+        time.sleep(0.05)
 
 
 def _forget() -> None:
