@@ -45,21 +45,23 @@ class Run:
         return out
 
 
-def live_processes_naming(*markers: Path, pgid: int = 0) -> list[str]:
-    """Live processes whose command line names a marker, or in process group `pgid`."""
-    found = []
-    needles = [str(m).encode() for m in markers]
+def processes() -> Iterator[tuple[str, bytes, list[str]]]:
+    """(pid, command line, /proc/<pid>/stat fields after the name) of every process now."""
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             cmdline = (entry / "cmdline").read_bytes()
             stat = (entry / "stat").read_text(errors="replace")
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] != "Z" and (any(n in cmdline for n in needles) or (pgid and int(fields[2]) == pgid)):
-            shown = cmdline.replace(b"\0", b" ")[:160].decode(errors="replace")
-            found.append(f"{entry.name}: {shown}")
-    return found
+        yield entry.name, cmdline, stat.rsplit(")", 1)[1].split()
+
+
+def live_processes_naming(*markers: Path, pgid: int = 0) -> list[str]:
+    """Live processes whose command line names a marker, or in process group `pgid`."""
+    needles = [str(m).encode() for m in markers]
+    return [pid + ": " + cmdline.replace(b"\0", b" ")[:160].decode(errors="replace")
+            for pid, cmdline, fields in processes()
+            if fields[0] != "Z" and (any(n in cmdline for n in needles) or (pgid and int(fields[2]) == pgid))]
 
 
 def clusters_on_disk(state: Path) -> list[str]:
@@ -108,14 +110,9 @@ def pytest_group(run: Run) -> int:
     """The process group of the run's pytest (`-m pytest ... --alluredir=<report dir>/...`;
     the tmp path itself contains "pytest", so the runner's command line must not match)."""
     wanted = f"--alluredir={run.reports}".encode()
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            stat = (entry / "stat").read_text(errors="replace")
-        except OSError:
-            continue
+    for _, cmdline, fields in processes():
         if b"\0-m\0pytest\0" in cmdline and wanted in cmdline:
-            return int(stat.rsplit(")", 1)[1].split()[2])
+            return int(fields[2])
     raise AssertionError("no pytest process of the run found")
 
 
