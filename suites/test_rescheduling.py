@@ -72,15 +72,17 @@ def test_wait_for_first_consumer_failure_reschedules_the_same_pod_elsewhere(ws: 
 
 @allure.story("Immediate: no node to give back; the pod waits for the claim and the provisioner retries")
 def test_immediate_failure_is_retried_without_a_selected_node(ws: Workspace) -> None:
+    # The failing attempt takes 5 s, so the scheduler has judged the pod before a retry can
+    # bind the claim (a quick retry once bound it first and the pod was simply scheduled).
     sc = ws.storage_class("fail-once", "Immediate",
-                          parameters=b.provisioning_failures(times=1, reason=REASON))
+                          parameters=b.provisioning_failures(times=1, reason=REASON, delay="5s"))
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     pod_uid = uid(ws.create(b.pod("app", ("data",))))
+    x.pod_unschedulable(ws, "app", "UNBOUND_IMMEDIATE")
 
     failed = x.provisioning_failed(ws, "data", REASON)
     x.expect(x.failed_on_node(failed) is None, "an Immediate claim is provisioned with no selected node",
              failed, ws=ws)
-    x.pod_unschedulable(ws, "app", "UNBOUND_IMMEDIATE")
 
     pvc = x.claim_bound(ws, "data")  # the provisioner's retry (resync or backoff, 15 s here)
     x.expect(annotation(pvc, SELECTED_NODE) is None,
