@@ -111,27 +111,23 @@ class _Canaries:
         return max(0.5, CANARY_TIMEOUT - (time.monotonic() - self.start))
 
     def record(self, name: str, check: Callable[[], str | None]) -> None:
-        """Run one judgement; a returned string (or a timeout) is the diagnosis."""
-        try:
-            problem = check()
-        except ConditionNotReached as exc:
-            problem = f"{name}: {str(exc).splitlines()[0]}"
+        """Run one judgement; a returned string is the diagnosis."""
+        problem = check()
         self.results[name] = CanaryResult(name, problem is None, round(time.monotonic() - self.start, 2), problem or "")
 
-    def claim_bound(self, claim: str) -> bool:
+    def _reached(self, kind: str, name: str, until: Callable[[Obj], bool], expect: str) -> bool:
+        """Whether the canary object reaches its state within what is left of the budget."""
         try:
-            wait_for(self.ws.kube, "PersistentVolumeClaim", claim, lambda c: o.phase(c) == "Bound", "phase Bound",
-                     self.ws.namespace, self.remaining())
+            wait_for(self.ws.kube, kind, name, until, expect, self.ws.namespace, self.remaining())
             return True
         except ConditionNotReached:
             return False
 
+    def claim_bound(self, claim: str) -> bool:
+        return self._reached("PersistentVolumeClaim", claim, lambda c: o.phase(c) == "Bound", "phase Bound")
+
     def pod_scheduled(self, pod: str) -> bool:
-        try:
-            wait_for(self.ws.kube, "Pod", pod, o.scheduled, "scheduled", self.ws.namespace, self.remaining())
-            return True
-        except ConditionNotReached:
-            return False
+        return self._reached("Pod", pod, o.scheduled, "scheduled")
 
     # -- the objects, all created before any wait -----------------------------------------
 
