@@ -138,8 +138,8 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if compare_runs.regressions(changes) else 0
 
 
-SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix")  # tests/conftest.py assigns them
-ON_REQUEST_TIERS = ("matrix",)  # too long for every run: only `--tier matrix` runs it
+SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix", "versions")  # tests/conftest.py assigns them
+ON_REQUEST_TIERS = ("matrix", "versions")  # too long for every run: only `--tier matrix|versions` runs them
 
 
 def _selftest(args: argparse.Namespace) -> int:
