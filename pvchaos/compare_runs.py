@@ -4,9 +4,9 @@ after its upgrade.
 Three kinds of change are reported for each test, A to B:
 - its verdict (passed, failed, broken, skipped, absent);
 - a message: the wording a suite asserted (recorded by `pvchaos.kit.expect.event` as an
-  "asserted message KEY" parameter), or the first line of the failure message, with
-  generated names, uids and times taken out so that two runs of the same failure read
-  the same;
+  "asserted message KEY" parameter), or the first line of the failure message, both
+  with generated names, uids and times taken out so that two runs of the same thing
+  read the same (the object names in an asserted event differ in every run);
 - a timing: each "... seconds" measurement (`pvchaos.kit.measure`) and the test's
   duration, compared only where the test passed in both runs (a changed verdict is the
   news there). A timing changed when it moved by at least an absolute and at least a
@@ -123,8 +123,8 @@ def messages_of(result: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for param in result.get("parameters") or []:
         name = str(param.get("name", ""))
-        if name.startswith(ASSERTED_MESSAGE):
-            out[name.strip()] = report.parameter_text(param.get("value"))
+        if name.startswith(ASSERTED_MESSAGE):  # generated names differ between any two runs: taken out
+            out[name.strip()] = normalize(report.parameter_text(param.get("value")))
     failure = (result.get("statusDetails") or {}).get("message")
     if result.get("status") in FAILING and failure:
         out[FAILURE] = normalize(str(failure))
