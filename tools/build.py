@@ -258,8 +258,16 @@ def ensure_binaries(
     logs.mkdir(parents=True, exist_ok=True)
     wanted = set(only or ("kubernetes", "etcd", "kwok", "provisioner"))
     started = time.monotonic()
-    with _build_lock():
-        _build_missing(wanted, k8s_version, etcd_version, kwok_version, k8s_dir, etcd_dir, kwok_dir, prov_dir, logs)
+    present = {  # installs are atomic renames: a file that exists is complete
+        "kubernetes": all((k8s_dir / n).exists() for n in K8S_COMMANDS),
+        "kubernetes-node": all((k8s_dir / n).exists() for n in K8S_NODE_COMMANDS),
+        "etcd": (etcd_dir / "etcd").exists(), "kwok": (kwok_dir / "kwok").exists(),
+        "provisioner": (prov_dir / "pvchaos-provisioner").exists(),
+    }
+    if not all(present.get(w, False) for w in wanted):  # the lock only to build: a cached version
+        with _build_lock():                               # never waits for another version's build
+            _build_missing(wanted, k8s_version, etcd_version, kwok_version, k8s_dir, etcd_dir, kwok_dir, prov_dir,
+                           logs)
     elapsed = time.monotonic() - started
     if elapsed > 2:
         _log(f"all binaries ready in {elapsed:.0f}s (cache: {root})")
