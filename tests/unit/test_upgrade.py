@@ -5,12 +5,19 @@ command (nothing is built or started)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clusters.local import config as flags
 from clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig
-from clusters.local.upgrade_plan import CONTROL_PLANE_ORDER, NODES, plan_upgrade, unknown_gates, upgraded_argv
+from clusters.local.upgrade_plan import (
+    CONTROL_PLANE_ORDER,
+    NODES,
+    plan_upgrade,
+    unknown_gates,
+    upgraded_argv,
+)
 from conformance import stability
 from conformance.invariants import Snapshot
 from pvchaos import cli
@@ -114,22 +121,22 @@ def test_a_broken_plan_drops_a_controller_from_the_new_controller_manager_only()
 NS = "t"
 
 
-def _pv(name: str, phase: str, claim: str | None, uid: str = "u1") -> dict:
+def _pv(name: str, phase: str, claim: str | None, uid: str = "u1") -> dict[str, Any]:
     ref = {"namespace": NS, "name": claim, "uid": uid} if claim else None
     return {"metadata": {"name": name}, "spec": {"claimRef": ref} if ref else {}, "status": {"phase": phase}}
 
 
-def _claim(name: str, volume: str | None, phase: str = "Bound") -> dict:
+def _claim(name: str, volume: str | None, phase: str = "Bound") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": NS}, "spec": {"volumeName": volume}, "status": {"phase": phase}}
 
 
-def _pod(name: str, uid: str = "p1", node: str = "n1", phase: str = "Running", deleting: bool = False) -> dict:
+def _pod(name: str, uid: str = "p1", node: str = "n1", phase: str = "Running", deleting: bool = False) -> dict[str, Any]:
     meta = {"name": name, "namespace": NS, "uid": uid, **({"deletionTimestamp": "now"} if deleting else {})}
     return {"metadata": meta, "spec": {"nodeName": node}, "status": {"phase": phase}}
 
 
-def _snap(pvs: list[dict], claims: list[dict], pods: list[dict]) -> Snapshot:
-    return Snapshot(pods=pods, claims=claims, volumes=pvs)
+def _snap(pvs: list[Any], claims: list[Any], pods: list[Any]) -> Snapshot:
+    return Snapshot(pods=list(pods), claims=list(claims), volumes=list(pvs))
 
 
 BEFORE = _snap([_pv("pv1", "Bound", "c1"), _pv("pv2", "Released", "gone"), _pv("other", "Available", None)],
