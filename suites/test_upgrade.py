@@ -181,6 +181,9 @@ def test_live_upgrade(ws: Workspace, request: pytest.FixtureRequest) -> None:
     problems = watch.check_now(ws.kube)
     seen = watch.stop()
     measure.note("stability snapshots", f"{watch.snapshots} ({watch.unreachable} while the API server was away)")
+    blips = ", ".join(f"{n} at {t:.1f}s" for n, t in sorted(watch.nodes_not_ready.items())) or "none"
+    measure.note("nodes seen not Ready or tainted during the upgrade", blips)
+    _say(request.config, f"nodes seen not Ready or tainted: {blips}")
     x.expect(not seen, f"during or after the upgrade {start} -> {to}: " +
              "; ".join(f"{p} (at {t:.1f}s)" for p, t in seen.items()))
     x.expect(not problems, "after the upgrade: " + "; ".join(problems))

@@ -16,6 +16,7 @@ from pathlib import Path
 from conformance import invariants, stability
 from kube import builders as b
 from kube import kinds, snapshot
+from kube import objects as o
 from kube.client import Kube, connect
 
 
@@ -78,6 +79,7 @@ class Watch:
     exempt_pods: set[str] = field(default_factory=set)
     every: float = 0.3
     seen: dict[str, float] = field(default_factory=dict)  # problem -> first seen (s)
+    nodes_not_ready: dict[str, float] = field(default_factory=dict)  # node -> first seen not Ready or tainted (s)
     snapshots: int = 0
     unreachable: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -103,8 +105,12 @@ class Watch:
         self.base = stability.with_new_bindings(self.base, snap)
         problems = stability.disturbances(self.base, snap)
         problems += [f"invariant {v}" for v in invariants.check(snap, self.exempt_pods)]
+        now = round(time.monotonic() - self._started, 2)
         for p in problems:
-            self.seen.setdefault(p, round(time.monotonic() - self._started, 2))
+            self.seen.setdefault(p, now)
+        for node in snap.nodes:  # observed, not judged: a restart longer than the grace period shows here
+            if o.ready(node) != "True" or o.has_taint(node, o.UNREACHABLE) or o.has_taint(node, o.NOT_READY):
+                self.nodes_not_ready.setdefault(o.name(node), now)
         return problems
 
     def _run(self) -> None:

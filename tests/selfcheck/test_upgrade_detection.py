@@ -19,13 +19,14 @@ from tests.selfcheck.broken_cluster import BREAK_ENV, PV_BINDER
 from tools.versions import DEFAULT_K8S_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
+FROM_VERSION = os.environ.get("PVCHAOS_UPGRADE_FROM", DEFAULT_K8S_VERSION)
 TO_VERSION = os.environ.get("PVCHAOS_UPGRADE_TO", "v1.36.3")
 
 
 def run_upgrade_suite(tmp_path: Path, breakage: str | None) -> tuple[int, str]:
     argv = [sys.executable, "-m", "pytest", str(ROOT / "suites" / "test_upgrade.py"), "-p", "no:cacheprovider",
             "-p", "tests.selfcheck.broken_cluster", "-q", "-rfEs", "--tb=line", "-p", "no:logging",
-            f"--upgrade-from={DEFAULT_K8S_VERSION}", f"--upgrade-to={TO_VERSION}"]
+            f"--upgrade-from={FROM_VERSION}", f"--upgrade-to={TO_VERSION}"]
     env = dict(os.environ, PVCHAOS_STATE_DIR=str(tmp_path / "state"))
     env.pop(BREAK_ENV, None)
     if breakage:
@@ -49,5 +50,5 @@ def test_upgrade_without_pv_binder_fails_naming_it(tmp_path: Path) -> None:
     assert code == 1, out[-3000:]
     assert "FAILED" in out and "test_live_upgrade" in out, out[-3000:]
     failure = next(line for line in out.splitlines() if "ExpectationFailed" in line or "AssertionError" in line)
-    assert f"after the upgrade {DEFAULT_K8S_VERSION} -> {TO_VERSION}" in failure, failure
+    assert f"after the upgrade {FROM_VERSION} -> {TO_VERSION}" in failure, failure
     assert PV_BINDER.removesuffix("-controller") in failure, failure
