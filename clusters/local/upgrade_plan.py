@@ -38,7 +38,8 @@ class UpgradePlan:
         """One line: what happens, in order."""
         broken = (f"; kube-controller-manager without {', '.join(self.kcm_disabled_controllers)}"
                   if self.kcm_disabled_controllers else "")
-        return f"{self.from_version} -> {self.to_version}: etcd kept, then {' -> '.join(self.steps)}{broken}"
+        forced = " (forced past the version-skew policy)" if self.forced else ""
+        return f"{self.from_version} -> {self.to_version}{forced}: etcd kept, then {' -> '.join(self.steps)}{broken}"
 
 
 def plan_upgrade(cfg: LocalClusterConfig, to_version: str, force_skew: bool = False) -> UpgradePlan:

@@ -75,7 +75,8 @@ def test_plan_refuses_a_forbidden_skew_unless_forced() -> None:
     cfg = LocalClusterConfig(name="c1", k8s_version="v1.35.4")
     with pytest.raises(ValueError, match="--force-skew"):
         plan_upgrade(cfg, "v1.37.2")
-    assert plan_upgrade(cfg, "v1.37.2", force_skew=True).forced
+    forced = plan_upgrade(cfg, "v1.37.2", force_skew=True)
+    assert forced.forced and "forced past the version-skew policy" in forced.describe()
     with pytest.raises(ValueError, match="nothing to upgrade"):  # forcing cannot make a no-op an upgrade
         plan_upgrade(cfg, "v1.35.4", force_skew=True)
 
