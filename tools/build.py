@@ -275,7 +275,7 @@ def ensure_binaries(
     logs.mkdir(parents=True, exist_ok=True)
     wanted = set(only or ("kubernetes", "etcd", "kwok", "provisioner"))
     started = time.monotonic()
-    present = {
+    present = {  # installs are atomic renames: a file that exists is complete
         "kubernetes": all((k8s_dir / n).exists() for n in K8S_COMMANDS),
         "kubernetes-node": all((k8s_dir / n).exists() for n in K8S_NODE_COMMANDS),
         "etcd": (etcd_dir / "etcd").exists(), "kwok": (kwok_dir / "kwok").exists(),
