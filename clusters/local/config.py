@@ -97,7 +97,8 @@ def gates_flag(gates: dict[str, bool]) -> list[str]:
 
 
 def apiserver_args(cfg: LocalClusterConfig, d: Path, etcd_port: int, port: int) -> list[str]:
-    """Flags for a loopback-only apiserver with a static admin token.
+    """Flags for a loopback-only apiserver with a static admin token and our own
+    serving certificate (its own would cost an RSA key at every start).
 
     ServiceAccount admission is off: no kubelet ever mounts a token here, and it would
     reject pods created in the instant before a new namespace's default account exists.
@@ -108,6 +109,8 @@ def apiserver_args(cfg: LocalClusterConfig, d: Path, etcd_port: int, port: int) 
         "--advertise-address=127.0.0.1",
         f"--secure-port={port}",
         f"--cert-dir={d / 'pki'}",
+        f"--tls-cert-file={d / 'pki' / 'apiserver.crt'}",
+        f"--tls-private-key-file={d / 'pki' / 'apiserver.key'}",
         f"--token-auth-file={d / 'pki' / 'tokens.csv'}",
         "--authorization-mode=RBAC",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
