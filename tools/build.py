@@ -229,6 +229,27 @@ def build_kwok(version: str, out_dir: Path, log: Path) -> None:
     _log(f"built kwok {version} in {time.monotonic() - start:.0f}s")
 
 
+def build_kwokctl(version: str = DEFAULT_KWOK_VERSION, log: Path | None = None) -> Path:
+    """kwokctl, only for bench/start_vs_kwokctl.py (the clusters never use it); cached
+    next to kwok as `<cache>/bin/kwok-<version>/kwokctl`."""
+    out_dir = cache_root() / "bin" / f"kwok-{version}"
+    target = out_dir / "kwokctl"
+    if target.exists():
+        return target
+    go = _require_go()
+    log = log or cache_root() / "build-logs" / f"kwokctl-{version}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    _log(f"building kwokctl {version} ...")
+    with tempfile.TemporaryDirectory(prefix="pvchaos-gobin-") as gobin:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _run_go([go, "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwokctl@{version}"],
+                out_dir, log, f"build kwokctl {version}", {"GOBIN": gobin, "GOFLAGS": "-buildvcs=false"})
+        _install(Path(gobin) / "kwokctl", target)
+    _log(f"built kwokctl {version} in {time.monotonic() - start:.0f}s")
+    return target
+
+
 def provisioner_digest(src: Path = PROVISIONER_SRC) -> str:
     """Hash of what goes into the provisioner binary (Go sources, go.mod, go.sum; not
     `_test.go`), so any edit to it is a new cache key (`provisioner-<digest>`) and a
