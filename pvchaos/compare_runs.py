@@ -12,9 +12,11 @@ Three kinds of change are reported for each test, A to B:
   news there). A timing changed when it moved by at least an absolute and at least a
   relative amount of the smaller value (`NOISE`): both, because a shared 2-core machine
   moves short timings by a second at random and long ones by a fraction of their length.
-  A measurement (a recovery, an eviction) must move 1 s and 25%; a whole test's duration,
+  A measurement (a recovery, an eviction) must move 2 s and 25%; a whole test's duration,
   which includes waiting for controllers' resyncs, 5 s and 50% (two healthy runs of the
-  same test took 4.0 s and 6.5 s here).
+  same test took 4.0 s and 6.5 s here). The 2 s is measured too: a zone's nodes Ready
+  again after restore took 0.3-2.6 s across seven runs of one test, on 1.34.4 and 1.35.4
+  alike, under load 9-13 (docs/findings.md, suites across versions).
 
 A regression is a test that passed in A and failed or broke in B; the command exits 1
 when there is one.
@@ -33,7 +35,7 @@ from pvchaos.kit.measure import ASSERTED_MESSAGE
 from pvchaos.results import latest_by_test, merge_into
 
 DURATION = "test duration seconds"
-NOISE = {"measurement": (1.0, 0.25), DURATION: (5.0, 0.5)}  # (seconds, fraction of the smaller value)
+NOISE = {"measurement": (2.0, 0.25), DURATION: (5.0, 0.5)}  # (seconds, fraction of the smaller value)
 FAILURE = "failure message"
 FAILING = ("failed", "broken")
 CHANGE_PREFIX = "behaviour change: "  # the message of every per-change result (the category matches it)
