@@ -40,13 +40,10 @@ FAILURE = "failure message"
 FAILING = ("failed", "broken")
 CHANGE_PREFIX = "behaviour change: "  # the message of every per-change result (the category matches it)
 
-CATEGORY: dict[str, Any] = {
-    "name": "Behaviour changes between the compared runs",
-    "matchedStatuses": ["failed", "broken", "passed", "skipped"],
-    "messageRegex": rf"^{CHANGE_PREFIX}[\s\S]*$",
-    "description": "A test whose verdict, asserted message or timing changed from run A to run B "
-                   "(failed: it passed in A and fails in B).",
-}
+CATEGORY = report.change_category(
+    "Behaviour changes between the compared runs", CHANGE_PREFIX,
+    "A test whose verdict, asserted message or timing changed from run A to run B "
+    "(failed: it passed in A and fails in B).")
 
 _NORMALIZE = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uid>"),

@@ -24,8 +24,12 @@ from conformance import feature_gates
 from drivers.profile import load_profile
 from pvchaos import compare_backends as cmp
 from pvchaos import compare_runs, report, supervise, version_matrix
+from pvchaos.certification import (
+    render_certification,
+    results_from_allure,
+    write_allure_summary,
+)
 from pvchaos.results import merge_into
-from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
 from tools.build import ensure_binaries, served_releases
 from tools.docker_engine import Engine, stop_engine
 from tools.versions import DEFAULT_K8S_VERSION

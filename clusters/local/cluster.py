@@ -26,11 +26,9 @@ import os
 import secrets
 import shutil
 import socket
-import ssl
 import subprocess
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -43,9 +41,24 @@ from cryptography.x509.oid import NameOID
 from clusters.backend import Capability, ClusterError, ClusterHandle
 from clusters.local import config as flags
 from clusters.local.config import CONTROLLER_LABEL, STOPPED, LocalClusterConfig
-from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, process_start_time, spawn, stop
+from clusters.local.loopback_http import get as get_url
+from clusters.local.processes import (
+    ProcessRecord,
+    is_ours,
+    kill_all,
+    log_tail,
+    process_start_time,
+    spawn,
+    stop,
+)
 from clusters.local.readiness import nodes_problem
-from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
+from clusters.local.registry import (
+    ClusterState,
+    destroy,
+    list_clusters,
+    registry_lock,
+    state_root,
+)
 from kube import kinds
 from kube import objects as o
 from kube.client import Kube, connect
@@ -118,18 +131,6 @@ def _kubeconfig_text(name: str, port: int, token: str) -> str:
         f"contexts:\n- name: {ctx}\n  context:\n    cluster: {ctx}\n    user: {ctx}\n"
         f"current-context: {ctx}\n"
     )
-
-
-def _get(url: str, token: str | None = None, timeout: float = 2.0) -> tuple[int, str]:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:
-            return resp.status, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
 
 
 class LocalCluster:
@@ -279,7 +280,7 @@ class LocalCluster:
 
     def _await_http(self, component: str, url: str, token: str | None = None) -> None:
         def ok() -> bool | None:
-            status, _ = _get(url, token)
+            status, _ = get_url(url, token)
             return True if status == 200 else None
         try:
             poll_until(ok, START_TIMEOUT, f"{component} health at {url}", abort=self._abort_reason)

@@ -12,18 +12,22 @@ kubelet" is the node reporting the new version in status.nodeInfo.kubeletVersion
 from __future__ import annotations
 
 import json
-import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from clusters.backend import ClusterError
 from clusters.local.cluster import LocalCluster
+from clusters.local.loopback_http import get as get_url
 from clusters.local.processes import is_ours, log_tail
-from clusters.local.upgrade_plan import CONTROL_PLANE_ORDER, NODES, UpgradePlan, unknown_gates, upgraded_argv
+from clusters.local.upgrade_plan import (
+    CONTROL_PLANE_ORDER,
+    NODES,
+    UpgradePlan,
+    unknown_gates,
+    upgraded_argv,
+)
 from kube import kinds
 from kube import objects as o
 from kube.client import connect
@@ -106,18 +110,6 @@ def _token(local: LocalCluster) -> str:
     return (local.directory / "pki" / "tokens.csv").read_text().split(",", 1)[0]
 
 
-def _get(url: str, token: str | None, timeout: float = 2.0) -> tuple[int, str]:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:
-            return resp.status, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
-
-
 def _await_healthy(local: LocalCluster, component: str) -> None:
     assert local.state is not None
     url = f"https://127.0.0.1:{local.state.ports[PORT[component]]}{HEALTH_PATH[component]}"
@@ -131,7 +123,7 @@ def _await_healthy(local: LocalCluster, component: str) -> None:
         return f"{component} exited after its upgrade: {log_tail(record.log)} (log: {record.log})"
 
     try:
-        poll_until(lambda: True if _get(url, token)[0] == 200 else None, HEALTH_TIMEOUT,
+        poll_until(lambda: True if get_url(url, token)[0] == 200 else None, HEALTH_TIMEOUT,
                    f"{component} healthy at {url} after its upgrade", interval=0.05, abort=exited)
     except PollTimeout as exc:
         raise ClusterError(f"{exc} (log: {record.log})" if "(log:" not in str(exc) else str(exc)) from None
@@ -139,7 +131,7 @@ def _await_healthy(local: LocalCluster, component: str) -> None:
 
 def _served_version(local: LocalCluster) -> str:
     assert local.state is not None
-    status, body = _get(f"https://127.0.0.1:{local.state.ports['apiserver']}/version", _token(local))
+    status, body = get_url(f"https://127.0.0.1:{local.state.ports['apiserver']}/version", _token(local))
     return str(json.loads(body).get("gitVersion")) if status == 200 else f"(HTTP {status})"
 
 
