@@ -316,13 +316,15 @@ class LocalCluster:
                      if o.ready(n) == "True" and not o.has_taint(n, o.NOT_READY)}
             return True if want <= ready else None
 
+        timeout = START_TIMEOUT + 0.1 * len(want)  # a 1,000-node cluster takes longer to report
+        what = f"nodes {sorted(want)} Ready" if len(want) <= 10 else f"{len(want)} nodes Ready"
         try:
-            poll_until(all_ready, START_TIMEOUT, f"nodes {sorted(want)} Ready", interval=0.1, abort=self._abort_reason)
+            poll_until(all_ready, timeout, what, interval=0.1 if len(want) <= 100 else 1.0, abort=self._abort_reason)
         except PollTimeout as exc:
             if exc.aborted:
                 raise ClusterError(f"{exc} (logs: {self.directory / 'logs'})") from None
             why = nodes_problem(kinds.list_objects(kube, "Node")[0], want)
-            raise ClusterError(f"nodes not usable within {START_TIMEOUT:.0f}s: {why} (logs: {self.directory / 'logs'})") from None
+            raise ClusterError(f"nodes not usable within {timeout:.0f}s: {why} (logs: {self.directory / 'logs'})") from None
 
     def down(self) -> None:
         """Stop every process and remove the directory; safe to call twice."""

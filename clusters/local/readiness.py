@@ -36,8 +36,12 @@ def node_problem(node: Obj | None, name: str) -> str | None:
     return None
 
 
-def nodes_problem(nodes: Iterable[Obj], want: Iterable[str]) -> str:
-    """One line naming every wanted node that is not usable, and why."""
+def nodes_problem(nodes: Iterable[Obj], want: Iterable[str], shown: int = 5) -> str:
+    """One line naming the wanted nodes that are not usable, and why; past `shown` of
+    them only a count, so a 1,000-node cluster still gives a readable line."""
     by_name = {o.name(n): n for n in nodes}
     problems = [p for name in sorted(want) if (p := node_problem(by_name.get(name), name))]
-    return "; ".join(problems) or "every node is Ready and untainted now (it happened after the deadline)"
+    if not problems:
+        return "every node is Ready and untainted now (it happened after the deadline)"
+    more = f"; and {len(problems) - shown} more nodes not usable" if len(problems) > shown else ""
+    return "; ".join(problems[:shown]) + more

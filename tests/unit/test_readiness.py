@@ -37,3 +37,9 @@ def test_missing_and_conditionless_nodes_are_named() -> None:
 def test_unrelated_taints_are_not_blamed() -> None:
     node = _node("n1", taints=[{"key": "example.com/dedicated", "effect": "NoSchedule"}])
     assert node_problem(node, "n1") is None
+
+
+def test_many_stuck_nodes_give_a_short_line() -> None:
+    want = [f"n-{i}" for i in range(1000)]
+    line = nodes_problem([], want)
+    assert line.count("does not exist") == 5 and line.endswith("and 995 more nodes not usable")
