@@ -453,6 +453,9 @@ class LocalCluster:
         rec = self._record(component)
         if is_ours(rec, self.state.marker()):
             return
+        if component.startswith("kwok-"):  # the same environment as at start (its work directory)
+            self._spawn_kwok(component.removeprefix("kwok-"), list(rec.argv))
+            return
         self._spawn(component, list(rec.argv))
 
 
