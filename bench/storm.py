@@ -29,14 +29,13 @@ from kube.cleanup import Cleanup
 from kube.client import connect
 from pvchaos.kit.growth import growth_line, plot
 from pvchaos.kit.storm import StormResult, run_storm
-from pvchaos.kit.storm_plan import StormShape, memory_refusal, parse_size, zone_names
+from pvchaos.kit.storm_plan import STORM_BURST, STORM_QPS, StormShape, memory_refusal, parse_size, zone_names
 from pvchaos.kit.workspace import Workspace
 from pvchaos.runner import available_memory_mib
 from tools.build import ensure_binaries
 from tools.versions import DEFAULT_K8S_VERSION
 
 TARGET = (1000, 2000, 120.0)  # nodes, pods, seconds: the done-when
-QPS, BURST = 300, 500  # kcm and scheduler clients during storms (ClusterLoader2 uses 100-500)
 
 
 def shapes(args: argparse.Namespace) -> list[StormShape]:
@@ -80,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chaos", action="store_true", help="a zone outage and a scheduler restart mid-storm")
     p.add_argument("--curve", default="", help="NODESxPODS,... : the storm at each size, then the growth line")
     p.add_argument("--png", type=Path, help="with --curve: write the growth plot here")
-    p.add_argument("--qps", type=int, default=QPS)
-    p.add_argument("--burst", type=int, default=BURST)
+    p.add_argument("--qps", type=int, default=STORM_QPS)
+    p.add_argument("--burst", type=int, default=STORM_BURST)
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
     args = p.parse_args(argv)

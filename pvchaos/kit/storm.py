@@ -64,6 +64,7 @@ class StormResult:
     load: tuple[float, float, float] = (0.0, 0.0, 0.0)
     settings: dict[str, str] = field(default_factory=dict)
     chaos: dict[str, str] = field(default_factory=dict)
+    undecided_pods: int = 0  # with chaos: pods without a node when the zone's nodes were tainted
     completed: bool = True  # False: the waits timed out (the violations say why)
     violations: list[str] = field(default_factory=list)
 
@@ -294,6 +295,9 @@ def _run(ws: Workspace, kube: Kube, shape: StormShape, chaos: bool, timeout: flo
                 _create_batch(kube, ns, c1, p1, s1)
                 down, undecided = _outage(ws, kube, down_zone, result)
                 with_scheduler_down(ws, result, lambda: _create_batch(kube, ns, c2, p2, s2))
+                later_pods, later_claims = _names(c2, p2, s2)  # created after the outage: undecided too
+                undecided = _wait_for_first_consumer(objs, ns, undecided[0] | {f"{ns}/{n}" for n in later_pods},
+                                                     undecided[1] | {f"{ns}/{n}" for n in later_claims})
                 result.create_seconds = time.monotonic() - t0
             done = [f.result() for f in futures]
         end = max(claims.last(), pods.last()) if all(done) else time.monotonic()
@@ -308,6 +312,7 @@ def _run(ws: Workspace, kube: Kube, shape: StormShape, chaos: bool, timeout: flo
     if chaos:
         landed = judge.landed_outside(snap, down_zone, *undecided)
         result.violations += [f"[landed-in-lost-zone] {line}" for line in landed]
+        result.undecided_pods = len(undecided[0])
         result.chaos["undecided at the outage"] = f"{len(undecided[0])} pods, {len(undecided[1])} claims"
     for t in (claims, pods):
         if t.error:
@@ -319,6 +324,27 @@ def _create_batch(kube: Kube, ns: str, claims: list[kinds.Obj], pods: list[kinds
                   sets: list[kinds.Obj]) -> None:
     """Claims first, then pods and StatefulSets: one pool, so they overlap as in a real storm."""
     create_many(kube, [*claims, *pods, *sets], ns)
+
+
+def _wait_for_first_consumer(objs: StormObjects, ns: str, pods: set[str], claims: set[str]) -> tuple[set[str], set[str]]:
+    """Only WaitForFirstConsumer pods and claims follow the scheduler's choice: an Immediate
+    claim of a class allowed only in the lost zone is rightly provisioned there."""
+    immediate = [p for p in objs.pods if objs.kind_of_pod.get(o.name(p), "").startswith("immediate")]
+    skip_pods = {f"{ns}/{o.name(p)}" for p in immediate}
+    skip_claims = {f"{ns}/{v['persistentVolumeClaim']['claimName']}" for p in immediate
+                   for v in p["spec"].get("volumes") or [] if "persistentVolumeClaim" in v}
+    return pods - skip_pods, claims - skip_claims
+
+
+def _names(claims: list[kinds.Obj], pods: list[kinds.Obj], sets: list[kinds.Obj]) -> tuple[set[str], set[str]]:
+    """Names of the pods and claims these objects make, StatefulSets' included."""
+    pod_names = {o.name(p) for p in pods}
+    claim_names = {o.name(c) for c in claims}
+    for sts in sets:
+        for i in range(int(sts["spec"]["replicas"])):
+            pod_names.add(f"{o.name(sts)}-{i}")
+            claim_names |= {f"{t['metadata']['name']}-{o.name(sts)}-{i}" for t in sts["spec"]["volumeClaimTemplates"]}
+    return pod_names, claim_names
 
 
 def _outage(ws: Workspace, kube: Kube, zone: str, result: StormResult) -> tuple[list[str], tuple[set[str], set[str]]]:

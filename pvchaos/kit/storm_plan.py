@@ -24,6 +24,7 @@ from kube import builders as b
 Obj = b.Obj
 KINDS = ("wffc", "immediate", "local", "sts")
 ROLE_LABEL = "pvchaos.dev/storm"  # "volumes": the storm's pods and claims; "bare": the baseline pods
+STORM_QPS, STORM_BURST = 300, 500  # kcm and scheduler client QPS/burst for storms (ClusterLoader2: 100-500)
 _SIZE = re.compile(r"^\s*(\d+)\s*[x:]\s*(\d+)\s*$")
 
 
@@ -200,3 +201,16 @@ def memory_refusal(shape: StormShape, available_mib: float, cost: Cost = COST) -
     return (f"storm {shape.node_count} nodes x {shape.pods} pods needs about {need:.0f} MiB "
             f"({cost.base_mib:.0f} + {cost.per_node_mib:g}/node + {cost.per_pod_mib:g}/pod, x{HEADROOM}), "
             f"this machine has {available_mib:.0f} MiB available (/proc/meminfo MemAvailable)")
+
+
+def suite_shape(size: str, zones: tuple[str, ...], extra_claim_every: int = 4) -> StormShape:
+    """The scale suite's storm from `--scale-size` and the run's zones; every 4th WFFC pod
+    has a second claim, so pods with several claims are covered too."""
+    nodes, pods = parse_size(size)
+    return StormShape(nodes=nodes, zones=zones, pods=pods, extra_claim_every=extra_claim_every)
+
+
+def cluster_marker_options(shape: StormShape) -> dict[str, object]:
+    """The `cluster(...)` marker options of a cluster sized and tuned for this storm."""
+    return {"zones": shape.zones, "nodes_per_zone": shape.nodes_per_zone,
+            "client_qps": STORM_QPS, "client_burst": STORM_BURST}
