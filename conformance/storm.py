@@ -61,7 +61,8 @@ def storm_violations(snapshot: Snapshot, namespace: str, down_nodes: Collection[
     mine = [c for c in snapshot.claims if dig(c, "metadata", "namespace") == namespace]
     pending = sorted(_key(c) for c in mine if dig(c, "status", "phase") != "Bound")
     if pending:
-        out.append(f"[claim-not-bound] {len(pending)} of {len(mine)} claims are not Bound: {_few(pending)}")
+        out.append(f"[claim-not-bound] {len(pending)} of {len(mine)} claims are not Bound (the PV controller "
+                   f"binds them, once provisioned or matched): {_few(pending)}")
     stuck = []
     for pod in snapshot.pods:
         if dig(pod, "metadata", "namespace") != namespace or dig(pod, "status", "phase") == "Running":
