@@ -258,13 +258,8 @@ def ensure_binaries(
     logs.mkdir(parents=True, exist_ok=True)
     wanted = set(only or ("kubernetes", "etcd", "kwok", "provisioner"))
     started = time.monotonic()
-    present = {
-        "kubernetes": [k8s_dir / n for n in K8S_COMMANDS], "kubernetes-node": [k8s_dir / n for n in K8S_NODE_COMMANDS],
-        "etcd": [etcd_dir / "etcd"], "kwok": [kwok_dir / "kwok"], "provisioner": [prov_dir / "pvchaos-provisioner"],
-    }
-    if not all(w in present and all(f.exists() for f in present[w]) for w in wanted):
-        with _build_lock():  # all cached: no need to queue behind another version's build holding the lock
-            _build_missing(wanted, k8s_version, etcd_version, kwok_version, k8s_dir, etcd_dir, kwok_dir, prov_dir, logs)
+    with _build_lock():
+        _build_missing(wanted, k8s_version, etcd_version, kwok_version, k8s_dir, etcd_dir, kwok_dir, prov_dir, logs)
     elapsed = time.monotonic() - started
     if elapsed > 2:
         _log(f"all binaries ready in {elapsed:.0f}s (cache: {root})")
