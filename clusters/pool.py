@@ -22,8 +22,8 @@ from typing import Any
 from clusters.backend import ClusterError, ClusterHandle
 from clusters.existing import ExistingBackend
 from clusters.kind import KindBackend
-from clusters.local.cluster import LocalCluster, local_capabilities
-from clusters.local.config import LocalClusterConfig, parse_feature_gates
+from clusters.local.cluster import LocalCluster, local_capabilities, missing_details
+from clusters.local.config import LocalClusterConfig, gates_for_version, minor_of, parse_feature_gates
 from clusters.options import Options
 from clusters.topology import Topology
 from kube import naming
@@ -95,10 +95,11 @@ class ClusterPool:
                            nodes_per_zone=request.nodes_per_zone or topo.nodes_per_zone)
         gates = parse_feature_gates(self.options.feature_gates)
         gates.update(dict(request.feature_gates))
+        version = self.options.k8s_version or DEFAULT_K8S_VERSION
         cfg = LocalClusterConfig(
             name=f"{naming.slug(naming.worker_id(), 6)}-{secrets.token_hex(3)}",
-            k8s_version=self.options.k8s_version or DEFAULT_K8S_VERSION,
-            topology=topo, feature_gates=gates,
+            k8s_version=version,
+            topology=topo, feature_gates=gates_for_version(gates, minor_of(version)),
             disabled_controllers=request.disabled_controllers,
             disabled_scheduler_plugins=request.disabled_scheduler_plugins,
             provisioner=request.provisioner,
@@ -127,6 +128,12 @@ class ClusterPool:
                 return self._shared[request][1].capabilities
             return local_capabilities(self._local_config(request))
         return self._external_for(request).capabilities
+
+    def missing_details(self, request: ClusterRequest) -> dict[str, str]:
+        """Capability -> why this request's cluster lacks it, where the backend can say."""
+        if self.options.backend == "local":
+            return missing_details(self._local_config(request))
+        return {}
 
     def shared(self, request: ClusterRequest) -> ClusterHandle:
         """The worker's cluster for this configuration, started on first use."""

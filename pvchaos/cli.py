@@ -22,7 +22,7 @@ from clusters.options import REPO_ROOT, add_run_arguments, check_feature_gates, 
 from clusters.topology import Topology
 from pvchaos import compare_runs, report
 from pvchaos import explain as explain_command
-from pvchaos.runner import run_backends
+from pvchaos.runner import run_request
 from tools.build import BuildError, ensure_binaries
 from tools.docker_engine import EngineError, ensure_engine, stop_engine
 from tools.nodeimage.build import build_node_image, ensure_kind
@@ -120,7 +120,7 @@ def _kind_build_image(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    return run_backends(from_values(vars(args).get, pytest_side=False))
+    return run_request(from_values(vars(args).get, pytest_side=False))
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -138,8 +138,8 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if compare_runs.regressions(changes) else 0
 
 
-SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix")  # tests/conftest.py assigns them
-ON_REQUEST_TIERS = ("matrix",)  # too long for every run: only `--tier matrix` runs it
+SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix", "versions")  # tests/conftest.py assigns them
+ON_REQUEST_TIERS = ("matrix", "versions")  # too long for every run: only `--tier matrix|versions` runs them
 
 
 def _selftest(args: argparse.Namespace) -> int:

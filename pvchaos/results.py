@@ -12,14 +12,14 @@ from typing import Any
 
 from pvchaos.report import parameter_text
 
-TAG_DIMENSIONS = ("backend", "run")  # what tag_with marks results with
+TAG_DIMENSIONS = ("backend", "run", "kubernetes")  # what tag_with marks results with
 SYNTHETIC_PREFIX = "pvchaos."  # fullName of results the harness writes itself (comparisons, certification)
 
 
 def test_key(result: Mapping[str, Any]) -> str:
     """`test_zone_outage::test_all_zones_down_evicts_nothing` (with [params] when present),
     and `(backend=kind)` when the result was tagged by `tag_with`, so the tests of a
-    merged report (`run --backend local,kind`) stay apart."""
+    merged report (`run --backend local,kind`, `run --k8s-version A,B`) stay apart."""
     module = str(result.get("fullName") or "").split("#", 1)[0].rsplit(".", 1)[-1]
     tags = [f"{p.get('name')}={parameter_text(p.get('value'))}" for p in result.get("parameters") or []
             if p.get("name") in TAG_DIMENSIONS and not p.get("excluded")]

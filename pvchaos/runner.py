@@ -23,10 +23,10 @@ from clusters.topology import Topology
 from conformance import feature_gates
 from drivers.profile import load_profile
 from pvchaos import compare_backends as cmp
-from pvchaos import report, supervise
+from pvchaos import compare_runs, report, supervise, version_matrix
 from pvchaos.results import merge_into
 from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
-from tools.build import ensure_binaries
+from tools.build import ensure_binaries, served_releases
 from tools.docker_engine import Engine, stop_engine
 from tools.versions import DEFAULT_K8S_VERSION
 
@@ -211,6 +211,62 @@ def run_backends(req: Options) -> int:
     print(table.splitlines()[-1])
     print(f"verdicts by backend: {req.report_dir / 'backends.md'}\nAllure report (both backends): {html}")
     return max(codes) or (1 if cmp.unexplained(rows) else 0)
+
+
+def run_request(req: Options) -> int:
+    """`pvchaos run`: one run, or the same suites on several backends or several versions."""
+    if "," in req.k8s_version:
+        if "," in req.backend:
+            raise UsageError("--backend and --k8s-version both list several: compare backends or versions, "
+                             "one dimension per run")
+        return run_versions(req)
+    return run_backends(req)
+
+
+def run_versions(req: Options) -> int:
+    """The suites on each version in ascending order (each with a full report of its own
+    under <report dir>/<version>/), then one report with every version, the test x version
+    table and the behaviour changes between adjacent versions (<report dir>/versions.md)."""
+    if req.backend != "local":
+        raise UsageError(f"--k8s-version {req.k8s_version}: several versions need the local backend, which builds "
+                         f"each; a {req.backend} cluster has the version it has")
+    try:
+        wanted = version_matrix.parse_versions(req.k8s_version)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    served = served_releases()
+    missing = version_matrix.unserved(wanted, served)
+    if missing:
+        raise UsageError(f"--k8s-version: {', '.join(missing)} not served by the Go module proxy; "
+                         f"served: {', '.join(served)}")
+    runs = [replace(req, k8s_version=v, report_dir=req.report_dir / v) for v in wanted]
+    for one in runs:
+        validate(one)
+    for n, version in enumerate(wanted, 1):  # every build before any suite: a failed build costs no run
+        print(f"[pvchaos] matrix: binaries of {version} ({n}/{len(wanted)})", file=sys.stderr, flush=True)
+        ensure_binaries(version)
+    codes = []
+    for n, one in enumerate(runs, 1):
+        print(f"[pvchaos] matrix: suites on {one.k8s_version} ({n}/{len(runs)})", file=sys.stderr, flush=True)
+        codes.append(run(one))
+        if codes[-1] in STOPPED_CODES:
+            return codes[-1]
+    loaded = [compare_runs.load_run(one.report_dir, one.k8s_version) for one in runs]
+    steps = version_matrix.steps(loaded)
+    table = version_matrix.render_markdown(loaded, steps)
+    merged = report.layout(req.report_dir).results
+    if merged.exists():
+        shutil.rmtree(merged)
+    for one in runs:
+        merge_into(merged, one.k8s_version, report.layout(one.report_dir).results, dimension="kubernetes")
+    version_matrix.write_results(merged, steps, table)
+    (req.report_dir / "versions.md").write_text(table, encoding="utf-8")
+    env = {**environment(replace(req, k8s_version=wanted[0])), "kubernetes": ", ".join(wanted)}
+    html = report.build_report(req.report_dir, env, categories=[version_matrix.CATEGORY])
+    print(table.split("## Feature gates")[0].rstrip().splitlines()[-1])
+    print(f"test x version table and behaviour changes: {req.report_dir / 'versions.md'}\n"
+          f"Allure report (every version): {html}")
+    return max(codes) or (1 if version_matrix.unexplained_behaviour(steps) else 0)
 
 
 def prepare_kind(req: Options) -> Engine | None:

@@ -10,7 +10,10 @@ runs in seconds and CI can run the expensive tiers apart:
 - `kind`: a Docker engine (started here when none answers) and real kind clusters;
 - `matrix`: every suite test under the breakage that must make it fail
   (selfcheck/breakage_table.py); about 15 minutes, so `selftest` runs it only when asked
-  (`--tier matrix`), not with the other tiers.
+  (`--tier matrix`), not with the other tiers;
+- `versions`: the other served minors built, their source checked against the message
+  table, and the suites run on all four (`--tier versions`, on request: about 45 minutes
+  cold, 20 warm).
 
 `pytester` runs small pytest sessions in-process, with the pvchaos plugin loaded by its
 entry point, as a user's suite would have it.
@@ -33,6 +36,7 @@ TIERS: tuple[tuple[str, str], ...] = (
     ("selfcheck/test_breakage_matrix", "matrix"),
     ("selfcheck/", "selfcheck"),
     ("kind/", "kind"),
+    ("versions/", "versions"),
 )
 TIER_NAMES = tuple(dict.fromkeys(t for _, t in TIERS))
 

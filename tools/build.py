@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools import gomod
+from tools import gomod, versions
 from tools.versions import DEFAULT_ETCD_VERSION, DEFAULT_KWOK_VERSION
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -130,9 +130,26 @@ def _upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
         except ValueError:
             pass
         first = detail.strip().splitlines()[0] if detail.strip() else "no answer"
+        served = served_releases(module)
+        listed = f"served: {', '.join(served)}" if served else f"see `go list -m -versions {module}`"
         raise BuildError(f"{module}@{version}: the Go module proxy does not serve it ({first.split(': ')[-1]}); "
-                         f"see `go list -m -versions {module}`")
+                         f"{listed}")
     return Path(json.loads(proc.stdout)["GoMod"]).read_text()
+
+
+def served_releases(module: str = "k8s.io/kubernetes") -> list[str]:
+    """The module's release versions the proxy serves, of the Kubernetes minors pvchaos
+    supports when the module is Kubernetes (its full list starts at v0.x); [] when the
+    proxy cannot be asked."""
+    go = _require_go()
+    proc = subprocess.run([go, "list", "-m", "-versions", module], env=_go_env(), capture_output=True,
+                          text=True, timeout=60, cwd=tempfile.gettempdir())
+    if proc.returncode != 0:
+        return []
+    found = [v for v in proc.stdout.split()[1:] if "-" not in v]
+    if module == "k8s.io/kubernetes":
+        found = [v for v in found if versions.minor_of(v, release_only=True) in versions.SUPPORTED_MINORS]
+    return found
 
 
 def _install(built: Path, target: Path) -> None:
@@ -258,8 +275,16 @@ def ensure_binaries(
     logs.mkdir(parents=True, exist_ok=True)
     wanted = set(only or ("kubernetes", "etcd", "kwok", "provisioner"))
     started = time.monotonic()
-    with _build_lock():
-        _build_missing(wanted, k8s_version, etcd_version, kwok_version, k8s_dir, etcd_dir, kwok_dir, prov_dir, logs)
+    present = {
+        "kubernetes": all((k8s_dir / n).exists() for n in K8S_COMMANDS),
+        "kubernetes-node": all((k8s_dir / n).exists() for n in K8S_NODE_COMMANDS),
+        "etcd": (etcd_dir / "etcd").exists(), "kwok": (kwok_dir / "kwok").exists(),
+        "provisioner": (prov_dir / "pvchaos-provisioner").exists(),
+    }
+    if not all(present.get(w, False) for w in wanted):  # cached: no wait behind another version's build
+        with _build_lock():
+            _build_missing(wanted, k8s_version, etcd_version, kwok_version, k8s_dir, etcd_dir, kwok_dir, prov_dir,
+                           logs)
     elapsed = time.monotonic() - started
     if elapsed > 2:
         _log(f"all binaries ready in {elapsed:.0f}s (cache: {root})")

@@ -385,5 +385,18 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     return frozenset(caps)
 
 
+def missing_details(cfg: LocalClusterConfig) -> dict[str, str]:
+    """Why a local cluster of this configuration lacks a capability, where a version or a
+    setting explains it (a skip then says so, not just "no mutable-pv-affinity")."""
+    details: dict[str, str] = {}
+    first = flags.GATE_FIRST_MINOR[flags.MUTABLE_PV_GATE]
+    if cfg.minor < first:
+        details[Capability.MUTABLE_PV_AFFINITY] = (f"Kubernetes {cfg.k8s_version} has no {flags.MUTABLE_PV_GATE} "
+                                                   f"gate; it is first in 1.{first}")
+    elif not cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
+        details[Capability.MUTABLE_PV_AFFINITY] = f"feature gate {flags.MUTABLE_PV_GATE} is off"
+    return details
+
+
 def _log(msg: str) -> None:
     print(f"[pvchaos] {msg}", file=sys.stderr, flush=True)

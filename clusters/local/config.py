@@ -94,6 +94,14 @@ class LocalClusterConfig:
         return gates
 
 
+def gates_for_version(gates: dict[str, bool], minor: int) -> dict[str, bool]:
+    """Gates asked for a 1.`minor` cluster, without those asked off that the version does
+    not have yet: there the behaviour already is the gate-off one (PV nodeAffinity is
+    immutable in 1.34), and the components would refuse the unknown name. A gate asked
+    on stays, so the configuration refuses it in one line."""
+    return {g: on for g, on in gates.items() if on or minor >= GATE_FIRST_MINOR.get(g, 0)}
+
+
 def gates_flag(gates: dict[str, bool]) -> list[str]:
     if not gates:
         return []

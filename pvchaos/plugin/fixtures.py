@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -119,7 +119,9 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
         capabilities = cluster_pool.capabilities(want)  # known without starting a new cluster
         if disruptive and Capability.OWNED not in capabilities:  # a cluster we did not create: safety first
             _refuse_disruption(cluster_pool, cluster_pool.shared(want), item)
-        missing = [m for c in needed_capabilities(item)
+        details = cluster_pool.missing_details(want)
+        missing = [m if m.detail or m.capability not in details else replace(m, detail=details[m.capability])
+                   for c in needed_capabilities(item)
                    if (m := missing_for(capabilities, cluster_pool.options.backend, driver_profile, c))]
         if missing:
             skip_for(missing)

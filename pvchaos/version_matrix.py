@@ -1,0 +1,180 @@
+"""`pvchaos run --k8s-version A,B,...`: the same suites on several Kubernetes versions, one
+report, and what changed between adjacent versions.
+
+Each version runs as a run of its own (report under <report dir>/<version>/); their
+results are then merged into one Allure report with the version as a parameter of every
+result, a test x version table, and a "behaviour changes" section. A behaviour change is
+what `pvchaos compare` finds between two runs (pvchaos.compare_runs: a verdict, an
+asserted message, or a timing beyond its noise thresholds), here between each version and
+the next one up. Known changes are explained in `EXPLAINED`; an unexplained change is
+listed as such, so a new one stands out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance import feature_gates
+from pvchaos import compare_runs, report
+from pvchaos.compare_runs import Change, Run
+from tools import versions
+
+# (test, older minor, newer minor) -> why its behaviour differs between the two; the test is
+# "suite file stem::test name" as pvchaos.results.test_key writes it.
+_GATE_ABSENT = ("MutablePVNodeAffinity does not exist before 1.35 (pkg/features/kube_features.go of "
+                "v1.34.4 has no such gate): the test needs the gate and skips on 1.34")
+EXPLAINED: dict[tuple[str, int, int], str] = {}
+
+
+@dataclass(frozen=True)
+class VersionStep:
+    """The changes from one version to the next one up."""
+
+    older: str
+    newer: str
+    changes: tuple[Change, ...]
+
+    def explanation(self, change: Change) -> str | None:
+        return explain(change, self.older, self.newer)
+
+
+def explain(change: Change, older: str, newer: str) -> str | None:
+    """Why a change between two versions is expected, or None when nobody has explained it."""
+    a, b = versions.minor_of(older), versions.minor_of(newer)
+    test = change.test
+    if (test, a, b) in EXPLAINED:
+        return EXPLAINED[(test, a, b)]
+    if change.verdict == ("skipped", "passed") and a is not None and a < 35 <= (b or 0) and \
+            test.startswith("test_pv_affinity_mutation::"):
+        return _GATE_ABSENT
+    if not change.verdict_changed and all(name == compare_runs.DURATION for name, *_ in change.timings) \
+            and not change.messages:
+        return "only the test's duration moved (beyond noise): controller resync timing, not a behaviour"
+    return None
+
+
+def parse_versions(text: str) -> list[str]:
+    """`v1.34.4,v1.35.4` -> the versions in ascending order; one line on anything wrong."""
+    items = [v.strip() for v in text.split(",")]
+    if not all(items):
+        raise ValueError(f"--k8s-version {text!r}: an empty item; give versions like v1.35.4,v1.36.3")
+    bad = [v for v in items if versions.minor_of(v, release_only=True) is None]
+    if bad:
+        raise ValueError(f"--k8s-version {text!r}: {', '.join(bad)} is not a release version (want v1.MINOR.PATCH)")
+    if len(set(items)) != len(items):
+        raise ValueError(f"--k8s-version {text!r}: a version is given twice")
+    return sorted(items, key=release_key)
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.lstrip("v").split("."))
+
+
+def unserved(wanted: Sequence[str], served: Sequence[str]) -> list[str]:
+    """The wanted versions the proxy does not serve (nothing when the list is unknown)."""
+    return [v for v in wanted if served and v not in served]
+
+
+def steps(runs: Sequence[Run]) -> list[VersionStep]:
+    """Changes between each run and the next (runs in ascending version order, labelled by version)."""
+    return [VersionStep(a.label, b.label, tuple(compare_runs.compare(a, b))) for a, b in zip(runs, runs[1:])]
+
+
+def verdict_table(runs: Sequence[Run]) -> dict[str, dict[str, str]]:
+    """Test -> version -> status (absent where the version did not run it)."""
+    tests = sorted({t for r in runs for t in r.results})
+    return {t: {r.label: str(r.results.get(t, {}).get("status", "absent")) for r in runs} for t in tests}
+
+
+def unexplained(all_steps: Sequence[VersionStep]) -> list[tuple[VersionStep, Change]]:
+    return [(s, c) for s in all_steps for c in s.changes if s.explanation(c) is None]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _evidence(change: Change) -> str:
+    failure = next((b for what, _, b in change.messages if what == compare_runs.FAILURE and b != "-"), "")
+    failure = failure or next((a for what, a, _ in change.messages if what == compare_runs.FAILURE), "")
+    return _cell(change.summary() + (f"; failure: {failure}" if failure else ""))
+
+
+def render_markdown(runs: Sequence[Run], all_steps: Sequence[VersionStep]) -> str:
+    """The matrix as Markdown: the test x version table, then each adjacent pair's changes."""
+    labels = [r.label for r in runs]
+    table = verdict_table(runs)
+    lines = ["# Suites by Kubernetes version", "",
+             f"| test | {' | '.join(labels)} |", f"|---|{'---|' * len(labels)}"]
+    lines += [f"| {t} | {' | '.join(cells[v] for v in labels)} |" for t, cells in table.items()]
+    counts = {v: sum(1 for cells in table.values() if cells[v] == "passed") for v in labels}
+    lines += ["", "passed per version: " + ", ".join(f"{v} {n}/{len(table)}" for v, n in counts.items())]
+    lines += ["", "## Behaviour changes between adjacent versions", "",
+              "A change is what `pvchaos compare` reports: a verdict, an asserted message, or a timing "
+              "beyond its noise threshold (" + ", ".join(
+                  f"{s:g} s and {r:.0%} of the smaller value for "
+                  f"{'a measurement' if k != compare_runs.DURATION else 'a test duration'}"
+                  for k, (s, r) in compare_runs.NOISE.items()) + ").", ""]
+    for step in all_steps:
+        lines += [f"### {step.older} -> {step.newer}", ""]
+        if not step.changes:
+            lines += ["no change", ""]
+            continue
+        lines += ["| test | change (evidence) | why |", "|---|---|---|"]
+        for c in step.changes:
+            why = step.explanation(c) or "**UNEXPLAINED**"
+            lines.append(f"| {c.test} | {_evidence(c)} | {_cell(why)} |")
+        lines.append("")
+    bad = unexplained(all_steps)
+    total = sum(len(s.changes) for s in all_steps)
+    lines.append(f"{total} changes between adjacent versions; {len(bad)} unexplained"
+                 + (": " + ", ".join(f"{c.test} ({s.older} -> {s.newer})" for s, c in bad) if bad else "."))
+    gates = sorted(feature_gates.DEPENDS)
+    lines += ["", "## Feature gates the suites depend on", "",
+              f"| gate | {' | '.join(labels)} |", f"|---|{'---|' * len(labels)}"]
+    lines += [f"| {g} | {' | '.join(_gate_cell(v, g) for v in labels)} |" for g in gates]
+    return "\n".join(lines) + "\n"
+
+
+def _gate_cell(version: str, gate: str) -> str:
+    if version not in feature_gates.STATES:
+        return "not recorded (python -m tools.feature_gates)"
+    return feature_gates.state_text(feature_gates.STATES[version].get(gate))
+
+
+CHANGE_PREFIX = "version change: "
+CATEGORY: dict[str, object] = {
+    "name": "Behaviour changes between Kubernetes versions",
+    "matchedStatuses": ["failed", "broken", "passed", "skipped"],
+    "messageRegex": rf"^{CHANGE_PREFIX}[\s\S]*$",
+    "description": "A test whose verdict, asserted message or timing changed from one version to the next "
+                   "(failed: passed on the older version and fails on the newer, or nobody explained it).",
+}
+
+
+def unexplained_behaviour(all_steps: Sequence[VersionStep]) -> list[tuple[VersionStep, Change]]:
+    """Unexplained changes of a verdict or an asserted message (timings alone are reported, not judged)."""
+    return [(s, c) for s, c in unexplained(all_steps) if c.verdict_changed or c.messages]
+
+
+def write_results(target: Path, all_steps: Sequence[VersionStep], table: str) -> None:
+    """One Allure result per change (category "Behaviour changes between Kubernetes
+    versions"), failed when it is a regression or unexplained, and one with the table."""
+    for step in all_steps:
+        for c in step.changes:
+            why = step.explanation(c)
+            text = f"{CHANGE_PREFIX}{step.older} -> {step.newer}: {c.summary()}" + (f" ({why})" if why else "")
+            judged = c.regression or (why is None and (c.verdict_changed or bool(c.messages)))
+            report.write_synthetic_result(
+                target, name=f"{c.test}: {step.older} -> {step.newer}", full_name=f"pvchaos.versions#{c.test}",
+                identity=f"versions:{step.older}:{step.newer}:{c.test}",
+                failure=text + ("" if why else " UNEXPLAINED") if judged else None, message=text,
+                labels={"suite": "version matrix", "epic": "Behaviour changes"})
+    bad = unexplained_behaviour(all_steps)
+    report.write_synthetic_result(
+        target, name="every behaviour change between versions is explained", full_name="pvchaos.versions#summary",
+        identity="versions:summary",
+        failure="unexplained: " + ", ".join(f"{c.test} ({s.older} -> {s.newer})" for s, c in bad) if bad else None,
+        labels={"suite": "version matrix", "epic": "Behaviour changes"}, attachment=("suites by version", table))
