@@ -189,3 +189,18 @@ def test_scale_input_is_checked_before_anything_starts(tmp_path: Path) -> None:
         runner.validate(runner.RunRequest(scale=True, scale_size="0x5", report_dir=tmp_path))
     assert "--scale" in runner.pytest_argv(runner.RunRequest(suites=("scale",), report_dir=tmp_path))
     assert "--scale" not in runner.pytest_argv(runner.RunRequest(report_dir=tmp_path))
+
+
+@pytest.mark.parametrize("argv", [["--nodes", "0"], ["--zones", "5", "--nodes", "3"], ["--curve", "10x20,bad"],
+                                  ["--nodes", "100000", "--pods", "10"]])
+def test_bench_refuses_bad_input_in_one_line_and_starts_nothing(argv: list[str], tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import storm as bench
+
+    monkeypatch.setenv("PVCHAOS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(bench, "ensure_binaries", lambda *a, **k: pytest.fail("got past the input check"))
+    assert bench.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench.storm: ") and err.count("\n") == 1
+    assert not (tmp_path / "state").exists()
