@@ -57,6 +57,7 @@ class StormResult:
     create_seconds: float = 0.0  # first create -> last create answered
     bare_seconds: float | None = None  # the same number of pods without volumes
     bind_rate: float = 0.0  # claims Bound per second over the storm
+    bound_by_kind: dict[str, float] = field(default_factory=dict)  # kind -> seconds until its last claim was Bound
     latency: dict[str, dict[str, float | None]] = field(default_factory=dict)  # class -> p50/p90/p99 seconds
     requests: dict[str, float] = field(default_factory=dict)  # class -> requests during the storm
     peak_mib: float = 0.0
@@ -91,7 +92,8 @@ class StormResult:
         if self.bare_seconds is not None:
             out.append(f"without volumes: {self.pods} pods Running in {self.bare_seconds:.1f}s "
                        f"({self.bare_pods_per_second:.1f} pods/s); with/without ratio {self.ratio:.2f}")
-        out.append(f"PV binding rate: {self.bind_rate:.1f} claims Bound/s")
+        out.append(f"PV binding rate: {self.bind_rate:.1f} claims Bound/s; last claim Bound after, per kind: "
+                   + ", ".join(f"{k} {v:.1f}s" for k, v in self.bound_by_kind.items()))
         for cls, qs in self.latency.items():
             text = ", ".join(f"{k} {v * 1000:.0f} ms" if v is not None else f"{k} -" for k, v in qs.items())
             out.append(f"apiserver {cls} latency ({self.requests.get(cls, 0):.0f} requests): {text}")
@@ -304,6 +306,7 @@ def _run(ws: Workspace, kube: Kube, shape: StormShape, chaos: bool, timeout: flo
         result.storm_seconds = end - t0
         result.completed = all(done)
         result.bind_rate = len(claims.reached) / (claims.last() - t0) if claims.reached and claims.last() > t0 else 0.0
+        result.bound_by_kind = _bound_by_kind(objs, ns, claims.reached, t0)
         result.latency, result.requests = _latency(before, apiserver_metrics(kube))
     result.peak_mib, result.peak_by_component = memory.peak, memory.at_peak
     result.load = os.getloadavg()
@@ -324,6 +327,18 @@ def _create_batch(kube: Kube, ns: str, claims: list[kinds.Obj], pods: list[kinds
                   sets: list[kinds.Obj]) -> None:
     """Claims first, then pods and StatefulSets: one pool, so they overlap as in a real storm."""
     create_many(kube, [*claims, *pods, *sets], ns)
+
+
+def _bound_by_kind(objs: StormObjects, ns: str, reached: dict[str, float], t0: float) -> dict[str, float]:
+    """Seconds from the storm's start until the last claim of each kind was Bound: which
+    path (provisioning, static matching, StatefulSet) paces the storm."""
+    kind_of_claim = {f"{ns}/{v['persistentVolumeClaim']['claimName']}": objs.kind_of_pod[o.name(p)].split(":")[0]
+                     for p in objs.pods for v in p["spec"].get("volumes") or [] if "persistentVolumeClaim" in v}
+    last: dict[str, float] = {}
+    for key, at in reached.items():
+        kind = kind_of_claim.get(key, "sts")
+        last[kind] = max(last.get(kind, 0.0), at - t0)
+    return dict(sorted(last.items()))
 
 
 def _wait_for_first_consumer(objs: StormObjects, ns: str, pods: set[str], claims: set[str]) -> tuple[set[str], set[str]]:

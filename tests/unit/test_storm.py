@@ -204,3 +204,15 @@ def test_bench_refuses_bad_input_in_one_line_and_starts_nothing(argv: list[str],
     err = capsys.readouterr().err
     assert err.startswith("bench.storm: ") and err.count("\n") == 1
     assert not (tmp_path / "state").exists()
+
+
+def test_last_bound_per_kind_says_which_path_paces_the_storm() -> None:
+    from pvchaos.kit.storm import _bound_by_kind
+
+    shape = plan.StormShape(nodes=3, zones=("zone-a",), pods=10, sts_replicas=2)
+    objs = plan.build(shape, [plan.NodeRef("n", "n", "zone-a")], {"metadata": {"name": "w"}},
+                      {"zone-a": {"metadata": {"name": "i"}}}, "loc", {})
+    claims = {o["metadata"]["name"]: objs.kind_of_pod[o["metadata"]["name"].rsplit("-", 1)[0]] for o in objs.claims}
+    reached = {f"ns/{c}": 100.0 + (5 if k == "local" else 1) for c, k in claims.items()}
+    reached["ns/data-s-set-0-0"] = 109.0
+    assert _bound_by_kind(objs, "ns", reached, 100.0) == {"immediate": 1.0, "local": 5.0, "sts": 9.0, "wffc": 1.0}
