@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -42,7 +43,12 @@ def shapes(args: argparse.Namespace) -> list[StormShape]:
     """The storms asked for, checked (ValueError: one line)."""
     zones = zone_names(args.zones)
     sizes = [parse_size(s) for s in args.curve.split(",")] if args.curve else [(args.nodes, args.pods)]
-    out = [StormShape(nodes=n, zones=zones, pods=p, extra_claim_every=args.extra_claim_every) for n, p in sizes]
+    try:
+        mix = tuple(float(x) for x in args.mix.split(","))
+    except ValueError:
+        raise ValueError(f"--mix {args.mix!r}: four numbers, wffc,immediate,local,sts") from None
+    out = [StormShape(nodes=n, zones=zones, pods=p, extra_claim_every=args.extra_claim_every, mix=mix)  # type: ignore[arg-type]
+           for n, p in sizes]
     for shape in out:
         if (why := memory_refusal(shape, available_memory_mib())) is not None:
             raise ValueError(why)
@@ -70,11 +76,17 @@ def one_storm(shape: StormShape, args: argparse.Namespace, index: int) -> StormR
     return result
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.storm", description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=TARGET[0])
     p.add_argument("--zones", type=int, default=3)
     p.add_argument("--pods", type=int, default=TARGET[1])
+    p.add_argument("--mix", default="0.4,0.2,0.2,0.2",
+                   help="shares of wffc,immediate,local,sts pods (e.g. 1,0,0,0: WaitForFirstConsumer zonal only)")
     p.add_argument("--extra-claim-every", type=int, default=0, help="every k-th WFFC pod gets a second claim")
     p.add_argument("--chaos", action="store_true", help="a zone outage and a scheduler restart mid-storm")
     p.add_argument("--curve", default="", help="NODESxPODS,... : the storm at each size, then the growth line")
@@ -89,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"bench.storm: {exc}", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, _interrupt)  # `timeout`, `kill`: the same orderly teardown as Ctrl-C
     ensure_binaries(args.k8s_version)  # untimed
     results: list[StormResult] = []
     with tempfile.TemporaryDirectory(prefix="pvchaos-storm-") as state_dir:
