@@ -85,10 +85,11 @@ class StormResult:
 
     def lines(self) -> list[str]:
         """The result as the bench prints it and the report attaches it."""
-        out = [f"storm: {self.shape}",
-               f"all {self.claims} claims Bound and {self.pods} pods Running in {self.storm_seconds:.1f}s "
-               f"({self.pods_per_second:.1f} pods/s; objects submitted in {self.create_seconds:.1f}s)"
-               + ("" if self.completed else " - NOT COMPLETED, see violations")]
+        done = (f"all {self.claims} claims Bound and {self.pods} pods Running in {self.storm_seconds:.1f}s "
+                f"({self.pods_per_second:.1f} pods/s" if self.completed else
+                f"NOT all {self.claims} claims Bound and {self.pods} pods Running after {self.storm_seconds:.1f}s "
+                f"(see the violations")
+        out = [f"storm: {self.shape}", f"{done}; objects submitted in {self.create_seconds:.1f}s)"]
         if self.bare_seconds is not None:
             out.append(f"without volumes: {self.pods} pods Running in {self.bare_seconds:.1f}s "
                        f"({self.bare_pods_per_second:.1f} pods/s); with/without ratio {self.ratio:.2f}")
