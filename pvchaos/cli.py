@@ -1,4 +1,4 @@
-"""The `pvchaos` command: clusters (up, down, list), build, run, compare, explain, selftest.
+"""The `pvchaos` command: clusters (up, down, list), build, run, upgrade, compare, explain, selftest.
 
 Every failure a user can cause ends in one line on stderr and exit code 2; nothing is
 left running or on disk by a command that failed.
@@ -20,7 +20,7 @@ from clusters.local.config import LocalClusterConfig, parse_feature_gates
 from clusters.local.registry import destroy, list_clusters
 from clusters.options import REPO_ROOT, add_run_arguments, check_feature_gates, from_values
 from clusters.topology import Topology
-from pvchaos import compare_runs, report
+from pvchaos import compare_runs, report, upgrade_command
 from pvchaos import explain as explain_command
 from pvchaos.runner import run_request
 from tools.build import BuildError, ensure_binaries
@@ -188,6 +188,12 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run the suites and write the Allure report (the main job)")
     add_run_arguments(r)
     r.set_defaults(func=_run)
+
+    u = sub.add_parser("upgrade", help="upgrade a local cluster in place under storage load (the upgrade suite)",
+                       description="Exit 0: the upgrade kept every volume, claim and pod; 1: it did not; "
+                                   "2: bad input. See docs/upgrade.md.")
+    upgrade_command.add_arguments(u)
+    u.set_defaults(func=upgrade_command.run)
 
     c = sub.add_parser("compare", help="what changed between two report directories (exit 1: a test that "
                                        "passed in A fails in B)")

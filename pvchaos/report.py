@@ -161,6 +161,13 @@ def write_categories(results_dir: Path | str, first: Iterable[Mapping[str, Any]]
     return path
 
 
+def change_category(name: str, prefix: str, description: str) -> dict[str, Any]:
+    """An Allure category collecting the results whose message starts with `prefix`,
+    whatever their status (the comparisons write one result per change)."""
+    return {"name": name, "matchedStatuses": ["failed", "broken", "passed", "skipped"],
+            "messageRegex": rf"^{prefix}[\s\S]*$", "description": description}
+
+
 def write_synthetic_result(target: Path, *, name: str, full_name: str, identity: str, failure: str | None,
                            labels: Mapping[str, str], attachment: tuple[str, str] | None = None,
                            message: str | None = None) -> Path:

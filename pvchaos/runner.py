@@ -24,8 +24,12 @@ from conformance import feature_gates
 from drivers.profile import load_profile
 from pvchaos import compare_backends as cmp
 from pvchaos import compare_runs, report, supervise, version_matrix
+from pvchaos.certification import (
+    render_certification,
+    results_from_allure,
+    write_allure_summary,
+)
 from pvchaos.results import merge_into
-from pvchaos.certification import render_certification, results_from_allure, write_allure_summary
 from tools.build import ensure_binaries, served_releases
 from tools.docker_engine import Engine, stop_engine
 from tools.versions import DEFAULT_K8S_VERSION
@@ -251,14 +255,23 @@ def run_versions(req: Options) -> int:
         codes.append(run(one))
         if codes[-1] in STOPPED_CODES:
             return codes[-1]
-    loaded = [compare_runs.load_run(one.report_dir, one.k8s_version) for one in runs]
+    unexplained = report_versions(req, wanted)
+    return max(codes) or (1 if unexplained else 0)
+
+
+def report_versions(req: Options, wanted: list[str]) -> int:
+    """The matrix report from the version runs under <report dir>/<version>/: merged
+    results, versions.md and the HTML report; returns the number of unexplained verdict
+    or message changes. Separate from the runs, so a report can be made again after the
+    explanations change (`python -c` on existing run directories)."""
+    loaded = [compare_runs.load_run(req.report_dir / v, v) for v in wanted]
     steps = version_matrix.steps(loaded)
     table = version_matrix.render_markdown(loaded, steps)
     merged = report.layout(req.report_dir).results
     if merged.exists():
         shutil.rmtree(merged)
-    for one in runs:
-        merge_into(merged, one.k8s_version, report.layout(one.report_dir).results, dimension="kubernetes")
+    for version in wanted:
+        merge_into(merged, version, report.layout(req.report_dir / version).results, dimension="kubernetes")
     version_matrix.write_results(merged, steps, table)
     (req.report_dir / "versions.md").write_text(table, encoding="utf-8")
     env = {**environment(replace(req, k8s_version=wanted[0])), "kubernetes": ", ".join(wanted)}
@@ -266,7 +279,7 @@ def run_versions(req: Options) -> int:
     print(table.split("## Feature gates")[0].rstrip().splitlines()[-1])
     print(f"test x version table and behaviour changes: {req.report_dir / 'versions.md'}\n"
           f"Allure report (every version): {html}")
-    return max(codes) or (1 if version_matrix.unexplained_behaviour(steps) else 0)
+    return len(version_matrix.unexplained_behaviour(steps))
 
 
 def prepare_kind(req: Options) -> Engine | None:

@@ -12,6 +12,7 @@ listed as such, so a new one stands out.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +80,7 @@ def unserved(wanted: Sequence[str], served: Sequence[str]) -> list[str]:
 
 def steps(runs: Sequence[Run]) -> list[VersionStep]:
     """Changes between each run and the next (runs in ascending version order, labelled by version)."""
-    return [VersionStep(a.label, b.label, tuple(compare_runs.compare(a, b))) for a, b in zip(runs, runs[1:])]
+    return [VersionStep(a.label, b.label, tuple(compare_runs.compare(a, b))) for a, b in itertools.pairwise(runs)]
 
 
 def verdict_table(runs: Sequence[Run]) -> dict[str, dict[str, str]]:
@@ -145,13 +146,10 @@ def _gate_cell(version: str, gate: str) -> str:
 
 
 CHANGE_PREFIX = "version change: "
-CATEGORY: dict[str, object] = {
-    "name": "Behaviour changes between Kubernetes versions",
-    "matchedStatuses": ["failed", "broken", "passed", "skipped"],
-    "messageRegex": rf"^{CHANGE_PREFIX}[\s\S]*$",
-    "description": "A test whose verdict, asserted message or timing changed from one version to the next "
-                   "(failed: passed on the older version and fails on the newer, or nobody explained it).",
-}
+CATEGORY = report.change_category(
+    "Behaviour changes between Kubernetes versions", CHANGE_PREFIX,
+    "A test whose verdict, asserted message or timing changed from one version to the next "
+    "(failed: passed on the older version and fails on the newer, or nobody explained it).")
 
 
 def unexplained_behaviour(all_steps: Sequence[VersionStep]) -> list[tuple[VersionStep, Change]]:

@@ -41,10 +41,14 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
 
     t0 = time.monotonic()
     chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
-    dead = wait_node_unreachable(ws, node)
+    wait_node_unreachable(ws, node)
     t_unknown = time.monotonic() - t0
-    x.expect(has_taint(dead, UNREACHABLE, "NoSchedule") and has_taint(dead, UNREACHABLE, "NoExecute"),
-             "an Unknown node carries node.kubernetes.io/unreachable NoSchedule and NoExecute", dead, ws=ws)
+    # The NoSchedule taint comes from another worker of the controller (its node-update
+    # queue) than the NoExecute one, so either can land first: v1.37.2 was seen with
+    # NoExecute alone for an instant. Both must be there within a few seconds.
+    wait_for(ws.kube, "Node", node, lambda n: has_taint(n, UNREACHABLE, "NoSchedule") and
+             has_taint(n, UNREACHABLE, "NoExecute"),
+             "an Unknown node carries node.kubernetes.io/unreachable NoSchedule and NoExecute", None, 10)
     measure.seconds("to Unknown and tainted, seconds", t_unknown)
 
     x.pod_evicted(ws, "at-once", 30, "evicted at once (tolerationSeconds 0)")

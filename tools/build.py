@@ -213,20 +213,47 @@ def build_etcd(version: str, out_dir: Path, log: Path) -> None:
     _log(f"built etcd {version} in {time.monotonic() - start:.0f}s")
 
 
-def build_kwok(version: str, out_dir: Path, log: Path) -> None:
-    """KWOK's controller; its go.mod has no replaces, so `go install` works."""
-    go = _require_go()
-    target = out_dir / "kwok"
+def _go_install(command: str, version: str, target: Path, log: Path) -> None:
+    """`go install sigs.k8s.io/kwok/cmd/<command>@version` into `target`: KWOK's go.mod
+    has no replaces, so no wrapper module is needed."""
     if target.exists():
         return
+    go = _require_go()
     start = time.monotonic()
-    _log(f"building kwok {version} ...")
+    _log(f"building {command} {version} ...")
+    with tempfile.TemporaryDirectory(prefix="pvchaos-gobin-") as gobin:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _run_go([go, "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/{command}@{version}"],
+                target.parent, log, f"build {command} {version}", {"GOBIN": gobin, "GOFLAGS": "-buildvcs=false"})
+        _install(Path(gobin) / command, target)
+    _log(f"built {command} {version} in {time.monotonic() - start:.0f}s")
+
+
+def build_kwok(version: str, out_dir: Path, log: Path) -> None:
+    """KWOK's controller."""
+    _go_install("kwok", version, out_dir / "kwok", log)
+
+
+def build_kwokctl(version: str = DEFAULT_KWOK_VERSION, log: Path | None = None) -> Path:
+    """kwokctl, only for bench/start_vs_kwokctl.py (the clusters never use it); cached
+    next to kwok as `<cache>/bin/kwok-<version>/kwokctl`."""
+    target = cache_root() / "bin" / f"kwok-{version}" / "kwokctl"
+    log = log or cache_root() / "build-logs" / f"kwokctl-{version}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    _go_install("kwokctl", version, target, log)
+    return target
+    go = _require_go()
+    log = log or cache_root() / "build-logs" / f"kwokctl-{version}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    _log(f"building kwokctl {version} ...")
     with tempfile.TemporaryDirectory(prefix="pvchaos-gobin-") as gobin:
         out_dir.mkdir(parents=True, exist_ok=True)
-        _run_go([go, "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwok@{version}"],
-                out_dir, log, f"build kwok {version}", {"GOBIN": gobin, "GOFLAGS": "-buildvcs=false"})
-        _install(Path(gobin) / "kwok", target)
-    _log(f"built kwok {version} in {time.monotonic() - start:.0f}s")
+        _run_go([go, "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwokctl@{version}"],
+                out_dir, log, f"build kwokctl {version}", {"GOBIN": gobin, "GOFLAGS": "-buildvcs=false"})
+        _install(Path(gobin) / "kwokctl", target)
+    _log(f"built kwokctl {version} in {time.monotonic() - start:.0f}s")
+    return target
 
 
 def provisioner_digest(src: Path = PROVISIONER_SRC) -> str:
@@ -275,7 +302,7 @@ def ensure_binaries(
     logs.mkdir(parents=True, exist_ok=True)
     wanted = set(only or ("kubernetes", "etcd", "kwok", "provisioner"))
     started = time.monotonic()
-    present = {
+    present = {  # installs are atomic renames: a file that exists is complete
         "kubernetes": all((k8s_dir / n).exists() for n in K8S_COMMANDS),
         "kubernetes-node": all((k8s_dir / n).exists() for n in K8S_NODE_COMMANDS),
         "etcd": (etcd_dir / "etcd").exists(), "kwok": (kwok_dir / "kwok").exists(),

@@ -65,7 +65,7 @@ def found_fragments(fragments: set[str], dirs: list[Path]) -> set[str]:
         return set()
     proc = subprocess.run(
         ["grep", "-rhoF", "--include=*.go", "--exclude=*_test.go", *[a for f in sorted(fragments) for a in ("-e", f)],
-         *map(str, dirs)], capture_output=True, text=True)
+         *map(str, dirs)], capture_output=True, text=True, check=False)
     return {line for line in proc.stdout.splitlines()} & fragments
 
 
@@ -87,7 +87,7 @@ def check_version(version: str, modcache: Path) -> list[Check]:
 
 
 def default_modcache() -> Path:
-    out = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True)
+    out = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=False)
     return Path(out.stdout.strip() or os.path.expanduser("~/go/pkg/mod"))
 
 

@@ -1,35 +1,64 @@
 """Bring a local cluster up and down: etcd, apiserver, controller-manager, scheduler,
-one KWOK controller per node, and the zonal test provisioner, all on loopback.
+one KWOK controller per zone, and the zonal test provisioner, all on loopback.
 
-We launch the processes ourselves rather than through kwokctl: one KWOK controller per
-node is what turns "node failure" into stopping a process (the real node-lifecycle
-controller then sees the Lease expire), and it lets every pid be recorded, checked and
-stopped by us, so nothing outlives a run.
+Each node carries a label naming the KWOK controller that plays its kubelet
+(config.CONTROLLER_LABEL, the node's zone), so a 1,000-node cluster needs three KWOK
+processes, not 1,000. A node fails by losing its controller, and the real node-lifecycle
+controller then sees its Lease expire, as with a dead kubelet:
+
+- one node (or a few): its label is switched to `stopped`, which no controller selects;
+  the apiserver's watch tells the zone's controller the node left its selector and KWOK
+  stops renewing that node's Lease and touching its pods at once;
+- a whole zone: the zone's controller is killed, every heartbeat stopping in the same
+  instant;
+- start_node puts the label back (or restarts the zone's controller, the zone's other
+  stopped nodes first taken out of its selector so that only the returning node comes back).
+
+We launch the processes ourselves rather than through kwokctl: every pid is recorded,
+checked and stopped by us, so nothing outlives a run.
 """
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import os
 import secrets
 import shutil
 import socket
-import ssl
 import subprocess
 import sys
 import time
-import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from clusters.backend import Capability, ClusterError, ClusterHandle
 from clusters.local import config as flags
-from clusters.local.config import LocalClusterConfig
-from clusters.local.processes import ProcessRecord, is_ours, kill_all, log_tail, process_start_time, spawn, stop
+from clusters.local.config import CONTROLLER_LABEL, STOPPED, LocalClusterConfig
+from clusters.local.loopback_http import get as get_url
+from clusters.local.processes import (
+    ProcessRecord,
+    is_ours,
+    kill_all,
+    log_tail,
+    process_start_time,
+    spawn,
+    stop,
+)
 from clusters.local.readiness import nodes_problem
-from clusters.local.registry import ClusterState, destroy, list_clusters, registry_lock, state_root
+from clusters.local.registry import (
+    ClusterState,
+    destroy,
+    list_clusters,
+    registry_lock,
+    state_root,
+)
 from kube import kinds
 from kube import objects as o
 from kube.client import Kube, connect
@@ -67,13 +96,24 @@ def _free_ports(count: int, taken: set[int]) -> list[int]:
 
 
 def _write_pki(d: Path) -> str:
-    """A service-account signing key and a static admin token; the apiserver makes its
-    own self-signed serving certificate in --cert-dir."""
+    """A service-account signing key, the apiserver's self-signed serving certificate and a
+    static admin token. P-256 keys take a millisecond to make where RSA-2048 ones took
+    a few hundred (ours here, and the apiserver's own for its serving certificate)."""
     pki = d / "pki"
     pki.mkdir(parents=True)
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    (pki / "sa.key").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()))
+    pem = (serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption())
+    (pki / "sa.key").write_bytes(ec.generate_private_key(ec.SECP256R1()).private_bytes(*pem))
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pvchaos-apiserver")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (pki / "apiserver.key").write_bytes(key.private_bytes(*pem))
+    (pki / "apiserver.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     token = secrets.token_hex(24)
     (pki / "tokens.csv").write_text(f'{token},pvchaos-admin,pvchaos-admin,"system:masters"\n')
     for f in pki.iterdir():
@@ -91,18 +131,6 @@ def _kubeconfig_text(name: str, port: int, token: str) -> str:
         f"contexts:\n- name: {ctx}\n  context:\n    cluster: {ctx}\n    user: {ctx}\n"
         f"current-context: {ctx}\n"
     )
-
-
-def _get(url: str, token: str | None = None, timeout: float = 2.0) -> tuple[int, str]:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:
-            return resp.status, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
 
 
 class LocalCluster:
@@ -176,27 +204,31 @@ class LocalCluster:
         return self.handle()
 
     def _start(self, bins: Binaries) -> None:
+        """etcd first (it needs nothing of ours), keys while it starts; once the apiserver
+        is ready every other process starts at once and the API objects are created
+        while they boot, so the start costs about apiserver + controller-manager."""
         assert self.state is not None
         d, ports = self.directory, self.state.ports
+        self._spawn("etcd", [str(bins.etcd), *flags.etcd_args(d, ports["etcd"], ports["etcd-peer"])])
         token = _write_pki(d)
         (d / "kubeconfig").write_text(_kubeconfig_text(self.cfg.name, ports["apiserver"], token))
         (d / "kubeconfig").chmod(0o600)
         (d / "scheduler.yaml").write_text(flags.scheduler_config_yaml(self.cfg, d))
-
-        self._spawn("etcd", [str(bins.etcd), *flags.etcd_args(d, ports["etcd"], ports["etcd-peer"])])
         self._spawn("kube-apiserver", [str(bins.kube_apiserver),
                                        *flags.apiserver_args(self.cfg, d, ports["etcd"], ports["apiserver"])])
         self._await_http("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", token)
         self.kube = connect(d / "kubeconfig")
-        self._create_nodes()
         self._spawn("kube-controller-manager", [str(bins.kube_controller_manager),
                                                 *flags.controller_manager_args(self.cfg, d, ports["controller-manager"])])
         self._spawn("kube-scheduler", [str(bins.kube_scheduler), *flags.scheduler_args(self.cfg, d, ports["scheduler"])])
-        for i, node in enumerate(self.cfg.topology.nodes()):
-            self._spawn_kwok(node.name, i)
+        for zone in self.cfg.topology.zones:
+            self._spawn_kwok(zone)
         if self.cfg.provisioner:
             self._spawn("provisioner", [str(bins.provisioner), *flags.provisioner_args(d, self.cfg.provisioner_reschedule)])
-        self._create_storage_objects()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            storage = pool.submit(self._create_storage_objects)
+            self._create_nodes()
+            storage.result()
         self._await_http("kube-controller-manager", f"https://127.0.0.1:{ports['controller-manager']}/healthz")
         self._await_http("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
         self._await_nodes_ready()
@@ -223,10 +255,11 @@ class LocalCluster:
         self.state.processes[component] = record
         self.state.save()
 
-    def _spawn_kwok(self, node: str, index: int) -> None:
+    def _spawn_kwok(self, controller: str, argv: list[str] | None = None) -> None:
+        """Start the KWOK controller of one zone (again, with `argv`, after it was killed)."""
         env = dict(os.environ, KWOK_WORKDIR=str(self.directory / "kwok"))
-        self._spawn(f"kwok-{node}", [str(self.binaries.kwok),
-                                     *flags.kwok_args(self.cfg, self.directory, node, index, STAGES)], env)
+        self._spawn(f"kwok-{controller}", argv or [str(self.binaries.kwok),
+                                                   *flags.kwok_args(self.cfg, self.directory, controller, STAGES)], env)
 
     def _abort_reason(self) -> str | None:
         """Ends a readiness wait at once when a component has exited."""
@@ -247,7 +280,7 @@ class LocalCluster:
 
     def _await_http(self, component: str, url: str, token: str | None = None) -> None:
         def ok() -> bool | None:
-            status, _ = _get(url, token)
+            status, _ = get_url(url, token)
             return True if status == 200 else None
         try:
             poll_until(ok, START_TIMEOUT, f"{component} health at {url}", abort=self._abort_reason)
@@ -257,8 +290,10 @@ class LocalCluster:
 
     def _create_nodes(self) -> None:
         assert self.kube is not None
-        for node in self.cfg.topology.nodes():
-            self.kube.core.create_node(body=node.to_node_object())
+        create = self.kube.core.create_node
+        bodies = [flags.node_object(n, i, n.zone) for i, n in enumerate(self.cfg.topology.nodes())]
+        with ThreadPoolExecutor(max_workers=min(8, len(bodies))) as pool:
+            list(pool.map(lambda body: create(body=body), bodies))
 
     def _create_storage_objects(self) -> None:
         """CSIDriver objects so the zonal driver needs no attach (KWOK nodes never attach)."""
@@ -328,26 +363,84 @@ class LocalCluster:
                            f"known: {sorted(self.state.processes)}")
         return self.state.processes[component]
 
+    def _zones(self) -> dict[str, str]:
+        """Node name -> zone, which is also the name of its KWOK controller."""
+        return {n.name: n.zone for n in self.cfg.topology.nodes()}
+
+    def _zone_of(self, node: str) -> str:
+        zone = self._zones().get(node)
+        if zone is None:
+            raise KeyError(f"cluster {self.cfg.name} has no node {node!r}")
+        return zone
+
+    def _unserved(self) -> set[str]:
+        """Nodes taken out of every controller's selector (label `stopped`), from state.json."""
+        assert self.state is not None
+        return set(self.state.settings.get("stopped_nodes", []))
+
+    def _set_unserved(self, nodes: set[str]) -> None:
+        assert self.state is not None
+        self.state.settings["stopped_nodes"] = sorted(nodes)
+        self.state.save()
+
+    def _relabel(self, nodes: list[str], controller: str) -> None:
+        """Point nodes at a controller (or at `stopped`), all at once."""
+        if not nodes:
+            return
+        assert self.kube is not None, "the cluster is not up"
+        patch = self.kube.core.patch_node
+        body = {"metadata": {"labels": {CONTROLLER_LABEL: controller}}}
+        with ThreadPoolExecutor(max_workers=min(8, len(nodes))) as pool:
+            list(pool.map(lambda n: patch(n, body), nodes))
+
+    def _controller_alive(self, zone: str) -> bool:
+        assert self.state is not None
+        return is_ours(self._record(f"kwok-{zone}"), self.state.marker())
+
     def stop_node(self, node: str) -> None:
-        """Kill the node's KWOK controller: its Lease stops being renewed, as with a dead kubelet."""
+        """Stop the node's heartbeat: its Lease is no longer renewed, as with a dead kubelet."""
         self.stop_nodes([node])
 
     def stop_nodes(self, nodes: list[str]) -> None:
-        """Kill several nodes' controllers at the same instant (a zone or cluster outage)."""
+        """Stop several nodes' heartbeats at the same instant (a zone or cluster outage).
+
+        A zone whose every running node is in the list loses its KWOK controller (one
+        SIGKILL); the other nodes leave their controller's selector (one label patch each).
+        """
         assert self.state is not None
-        kill_all([self._record(f"kwok-{n}") for n in nodes], self.state.marker())
+        zones = self._zones()
+        for n in nodes:
+            self._zone_of(n)
+        unserved = self._unserved()
+        wanted = {n for n in nodes if not self.node_stopped(n)}
+        whole = sorted({z for z in (zones[n] for n in wanted)
+                        if {m for m, mz in zones.items() if mz == z} - unserved <= wanted})
+        kill_all([self._record(f"kwok-{z}") for z in whole], self.state.marker())
+        rest = sorted(n for n in wanted if zones[n] not in whole)
+        self._set_unserved(unserved | set(rest))
+        self._relabel(rest, STOPPED)
 
     def start_node(self, node: str) -> None:
-        names = [n.name for n in self.cfg.topology.nodes()]
-        if node not in names:
-            raise KeyError(f"cluster {self.cfg.name} has no node {node!r}")
+        """Give the node back to its zone's controller, restarting that controller if a
+        zone outage killed it (its other nodes stay stopped)."""
+        assert self.state is not None
+        zone = self._zone_of(node)
         if not self.node_stopped(node):
             return
-        self._spawn_kwok(node, names.index(node))
+        unserved = self._unserved()
+        if self._controller_alive(zone):
+            self._relabel([node], zone)
+        else:
+            keep_down = sorted(m for m, z in self._zones().items() if z == zone and m != node and m not in unserved)
+            self._set_unserved(unserved | set(keep_down))
+            self._relabel(keep_down, STOPPED)
+            if node in unserved:
+                self._relabel([node], zone)
+            self._spawn_kwok(zone, list(self._record(f"kwok-{zone}").argv))
+        self._set_unserved(self._unserved() - {node})
 
     def node_stopped(self, node: str) -> bool:
-        assert self.state is not None
-        return not is_ours(self._record(f"kwok-{node}"), self.state.marker())
+        return node in self._unserved() or not self._controller_alive(self._zone_of(node))
 
     def stop_component(self, component: str) -> None:
         assert self.state is not None

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from clusters.topology import Topology
+from clusters.topology import NodeSpec, Topology
 from tools import versions
 from tools.versions import DEFAULT_K8S_VERSION
 
@@ -78,6 +79,8 @@ class LocalClusterConfig:
             raise ValueError(f"provisioner_reschedule {self.provisioner_reschedule!r}: use one of {', '.join(RESCHEDULE_MODES)}")
         if self.client_qps < 0 or self.client_burst < 0:
             raise ValueError(f"client_qps {self.client_qps}, client_burst {self.client_burst}: use 0 (default) or more")
+        if self.topology.node_count > MAX_NODES:
+            raise ValueError(f"topology: {self.topology.node_count} nodes; a local cluster has room for {MAX_NODES}")
         if self.node_lease_seconds * 0.5 >= self.node_monitor_grace_seconds:
             raise ValueError("node_monitor_grace_seconds must exceed half the node lease duration")
 
@@ -109,7 +112,8 @@ def gates_flag(gates: dict[str, bool]) -> list[str]:
 
 
 def apiserver_args(cfg: LocalClusterConfig, d: Path, etcd_port: int, port: int) -> list[str]:
-    """Flags for a loopback-only apiserver with a static admin token.
+    """Flags for a loopback-only apiserver with a static admin token and our own
+    serving certificate (its own would cost an RSA key at every start).
 
     ServiceAccount admission is off: no kubelet ever mounts a token here, and it would
     reject pods created in the instant before a new namespace's default account exists.
@@ -120,6 +124,8 @@ def apiserver_args(cfg: LocalClusterConfig, d: Path, etcd_port: int, port: int) 
         "--advertise-address=127.0.0.1",
         f"--secure-port={port}",
         f"--cert-dir={d / 'pki'}",
+        f"--tls-cert-file={d / 'pki' / 'apiserver.crt'}",
+        f"--tls-private-key-file={d / 'pki' / 'apiserver.key'}",
         f"--token-auth-file={d / 'pki' / 'tokens.csv'}",
         "--authorization-mode=RBAC",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -201,16 +207,48 @@ def etcd_args(d: Path, client_port: int, peer_port: int) -> list[str]:
     ]
 
 
-def kwok_args(cfg: LocalClusterConfig, d: Path, node: str, index: int, stages: Path) -> list[str]:
-    """One KWOK controller per node, so one node's heartbeat can stop alone."""
+CONTROLLER_LABEL = "kwok.pvchaos.dev/controller"
+MAX_NODES = 250 * 156  # 10.100.0.0/24 ... 10.255.249.0/24
+STOPPED = "stopped"  # a CONTROLLER_LABEL value no KWOK controller selects: a node nobody heartbeats
+
+
+def kwok_args(cfg: LocalClusterConfig, d: Path, controller: str, stages: Path) -> list[str]:
+    """One KWOK controller per zone, serving the nodes whose CONTROLLER_LABEL names it.
+
+    A label, not an annotation: KWOK v0.8.0 filters annotations in the client, so a node
+    whose annotation changes is silently kept (its Lease renewed), while a label selector
+    goes to the apiserver, whose watch turns "no longer matches" into a DELETED event on
+    which KWOK releases the node's Lease at once (node_controller.go, onNodeUnmanaged).
+    Node addresses and pod CIDRs are per node, in the Node object (node_network); the
+    flags below are only KWOK's fallbacks for a node that has none.
+    """
     return [
         f"--kubeconfig={d / 'kubeconfig'}",
         f"--config={stages}",
-        f"--manage-single-node={node}",
+        f"--manage-nodes-with-label-selector={CONTROLLER_LABEL}={controller}",
         f"--node-lease-duration-seconds={cfg.node_lease_seconds}",
-        f"--node-ip=10.255.{index // 250}.{index % 250 + 1}",
-        f"--cidr=10.{100 + index // 250}.{index % 250}.0/24",
+        "--node-ip=10.254.255.254",
+        "--cidr=10.254.0.0/24",
     ]
+
+
+def node_network(index: int) -> tuple[str, str]:
+    """The InternalIP and pod CIDR (a /24, room for 110 pods) of the index-th node:
+    distinct for up to 39,000 nodes."""
+    if not 0 <= index < MAX_NODES:
+        raise ValueError(f"node index {index}: only {MAX_NODES} nodes have distinct addresses")
+    return f"10.255.{index // 250}.{index % 250 + 1}", f"10.{100 + index // 250}.{index % 250}.0/24"
+
+
+def node_object(spec: NodeSpec, index: int, controller: str) -> dict[str, Any]:
+    """The Node a local cluster creates: the topology's, plus the label that picks its KWOK
+    controller, its own address and pod CIDR (KWOK renders both from the object)."""
+    obj = spec.to_node_object()
+    ip, cidr = node_network(index)
+    obj["metadata"]["labels"][CONTROLLER_LABEL] = controller
+    obj["spec"] = {"podCIDR": cidr, "podCIDRs": [cidr]}
+    obj["status"]["addresses"] = [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": spec.name}]
+    return obj
 
 
 def provisioner_args(d: Path, reschedule: str = "guarded") -> list[str]:

@@ -20,8 +20,8 @@ from kube import snapshot
 from kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
+from pvchaos.plugin import evidence, hookspecs, interrupts, upgrade_options
 from pvchaos.runner import available_memory_mib
-from pvchaos.plugin import evidence, hookspecs, interrupts
 from pvchaos.plugin.fixtures import (
     CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
     declared_canaries, needed_capabilities, ws,
@@ -48,6 +48,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser.getgroup("pvchaos", "pvchaos cluster options").addoption, pytest_side=True)
+    upgrade_options.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     # SIGTERM (CI cancelling, `kill`) takes the same orderly path as Ctrl-C, once.
     interrupts.install(config)
+    upgrade_options.configure(config, check=not interrupts.is_worker(config))
     if not interrupts.is_worker(config):
         _check_options(config)
 
@@ -106,7 +108,9 @@ def _select_scale(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A typo in `needs(...)` or in a `cluster(...)` option fails the collection with one
-    line, instead of silently skipping the test later."""
+    line, instead of silently skipping the test later. The upgrade suite is deselected
+    unless an upgrade was asked for, the scale suite unless --scale."""
+    upgrade_options.deselect(config, items)
     _select_scale(config, items)
     problems: list[str] = []
     for item in items:

@@ -11,6 +11,7 @@ import pytest
 from clusters.backend import ClusterHandle
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
+from clusters.local.upgrade_plan import UpgradePlan
 
 
 @pytest.hookspec(firstresult=True)
@@ -23,3 +24,9 @@ def pytest_pvchaos_local_config(config: pytest.Config, cluster_config: LocalClus
 def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, handle: ClusterHandle) -> None:
     """Called once a local cluster is up, before any test uses it. An exception here
     takes the cluster down again and fails the tests that needed it."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_pvchaos_upgrade_plan(config: pytest.Config, plan: UpgradePlan) -> UpgradePlan | None:
+    """Return a changed plan for an in-place upgrade about to run (suites/test_upgrade.py),
+    or None to leave it as it is; the self-checks break upgrades through this."""

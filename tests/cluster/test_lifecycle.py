@@ -28,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from clusters.backend import ClusterError, ClusterHandle
 from clusters.local import cluster as cluster_module
 from clusters.local.cluster import ZONAL_PROVISIONER, LocalCluster
-from clusters.local.config import LocalClusterConfig
+from clusters.local.config import CONTROLLER_LABEL, LocalClusterConfig
 from clusters.local.registry import ClusterState, sweep_orphans
 from clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
 from drivers.driver import DriverError, ProfileDriver
@@ -197,7 +197,11 @@ def test_up_gives_ready_zoned_nodes_and_down_leaves_nothing() -> None:
                 assert labels.get(key), f"{name_of(n)} lacks label {key}: {labels}"
             assert {"cpu", "memory", "pods", "ephemeral-storage"} <= set(n["status"].get("allocatable") or {})
         assert {zone_of(n) for n in nodes} == {"zone-a", "zone-b", "zone-c"}
-        assert len(pids) == 4 + len(nodes) + 1  # control plane, one KWOK per node, provisioner
+        assert len(pids) == 4 + len(cfg.topology.zones) + 1  # control plane, one KWOK per zone, provisioner
+        for n in nodes:  # each node has an address and pod range of its own
+            assert (n["metadata"].get("labels") or {}).get(CONTROLLER_LABEL) == zone_of(n)
+        assert len({n["status"]["addresses"][0]["address"] for n in nodes}) == len(nodes)
+        assert len({n["spec"]["podCIDR"] for n in nodes}) == len(nodes)
         assert all(pid_alive(p, str(local.directory)) for p in pids.values())
     finally:
         local.down()
@@ -317,6 +321,49 @@ def test_stopped_node_turns_unreachable_and_recovers(faulty: Running) -> None:
     # The lifecycle controller must have waited for the Lease to age, but not much longer.
     assert grace - local.cfg.node_lease_seconds <= lost_after <= grace + 5
     assert back_after <= 10
+
+
+@pytest.mark.slow
+def test_one_node_of_a_zone_and_then_the_zone_fail_and_return_alone(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One KWOK serves both nodes: one node leaves its selector and only it goes Unknown;
+    then the whole zone loses its controller; then one node comes back alone. (With every
+    node down the lifecycle controller is in master disruption mode and adds no NoExecute
+    taint, so the second half looks at Ready only.)"""
+    cfg = LocalClusterConfig(name="pair", provisioner=False, topology=Topology(zones=("zone-a",), nodes_per_zone=2))
+    a, b = (n.name for n in cfg.topology.nodes())
+
+    def lost(o: Obj | None) -> bool:
+        return o is not None and condition(o, "Ready") == "Unknown" and (UNREACHABLE, "NoExecute") in taints(o)
+
+    def back(o: Obj | None) -> bool:
+        return o is not None and condition(o, "Ready") == "True" and (UNREACHABLE, "NoExecute") not in taints(o)
+
+    def unknown(o: Obj | None) -> bool:
+        return o is not None and condition(o, "Ready") == "Unknown"
+
+    with module_cluster(tmp_path_factory, cfg) as pair:
+        local, kube = pair.local, pair.kube
+        cleanup = Cleanup("restore nodes")
+        cleanup.push("start nodes", lambda: [local.start_node(n) for n in (a, b)])
+        try:
+            local.stop_node(a)
+            assert local.node_stopped(a) and not local.node_stopped(b)
+            wait_for(kube, "Node", a, lost, "Unknown and unreachable", timeout=cfg.node_monitor_grace_seconds + 20)
+            assert back(kinds.get(kube, "Node", b)), "the other node stays Ready"
+            local.start_node(a)
+            wait_for(kube, "Node", a, back, "Ready again", timeout=30)
+
+            local.stop_nodes([a, b])
+            assert local.state is not None and "kwok-zone-a" not in local.state.alive_components()
+            for n in (a, b):
+                wait_for(kube, "Node", n, unknown, "Ready=Unknown", timeout=cfg.node_monitor_grace_seconds + 20)
+            local.start_node(b)
+            assert not local.node_stopped(b) and local.node_stopped(a)
+            wait_for(kube, "Node", b, back, "Ready again", timeout=30)
+            time.sleep(cfg.node_lease_seconds)  # a would be back by now if the restarted controller served it
+            assert unknown(kinds.get(kube, "Node", a)), "only the node started comes back"
+        finally:
+            cleanup.run()
 
 
 @pytest.mark.slow

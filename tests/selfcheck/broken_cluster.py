@@ -33,9 +33,14 @@ Breakages (what a real cluster gets wrong, made on purpose):
   would: the PV controller removes it only for in-tree plugins, so for an external
   provisioner this *is* "the PV controller does not remove the annotation"; disabling
   the PV binder instead would stop provisioning altogether.
+- `upgrade-pv-binder`: the cluster starts healthy, but an in-place upgrade
+  (suites/test_upgrade.py) starts the new kube-controller-manager without
+  `persistentvolume-binder-controller` (the same name in 1.35 to 1.37), as an upgrade
+  that dropped a controller from its flags would.
 
 The pvchaos plugin is not changed: this plugin implements its hooks
-(`pytest_pvchaos_local_config`, `pytest_pvchaos_cluster_started`, pvchaos/plugin/hookspecs.py).
+(`pytest_pvchaos_local_config`, `pytest_pvchaos_cluster_started`, `pytest_pvchaos_upgrade_plan`,
+pvchaos/plugin/hookspecs.py).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import pytest
 from clusters.backend import ClusterHandle
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
+from clusters.local.upgrade_plan import UpgradePlan
 from kube import kinds
 from kube.client import connect
 from kube.poll import poll_until
@@ -69,6 +75,7 @@ BREAKAGES: dict[str, str] = {
     "gate-on": f"{GATE} on where a test asked for it off",
     "apiserver-gate-off": f"kube-apiserver restarted with {GATE}=false after start",
     "no-reschedule": "test provisioner that never removes selected-node after a failure",
+    "upgrade-pv-binder": f"kube-controller-manager upgraded without {PV_BINDER}",
 }
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
                      "noderesourcesfit": "NodeResourcesFit"}
@@ -134,6 +141,12 @@ def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, h
         local.stop_component("provisioner")
     if what == "apiserver-gate-off" and handle.feature_gates.get(GATE):
         _restart_apiserver_without_gate(local, handle)
+
+
+def pytest_pvchaos_upgrade_plan(config: pytest.Config, plan: UpgradePlan) -> UpgradePlan | None:
+    if breakage() != "upgrade-pv-binder":
+        return None
+    return replace(plan, kcm_disabled_controllers=(*plan.kcm_disabled_controllers, PV_BINDER))
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -119,16 +119,30 @@ def test_grace_must_exceed_half_the_lease() -> None:
         LocalClusterConfig(name="c1", node_lease_seconds=20, node_monitor_grace_seconds=8)
 
 
-def test_kwok_manages_one_node_with_distinct_addresses() -> None:
+def test_kwok_serves_the_nodes_labelled_with_its_zone() -> None:
     cfg = LocalClusterConfig(name="c1", node_lease_seconds=4)
-    stages = Path("/s.yaml")
-    a = flags.kwok_args(cfg, D, "zone-a-1", 0, stages)
-    b = flags.kwok_args(cfg, D, "zone-a-2", 1, stages)
-    far = flags.kwok_args(cfg, D, "zone-z-9", 251, stages)
-    assert "--manage-single-node=zone-a-1" in a and "--node-lease-duration-seconds=4" in a
-    ips = {next(x for x in args if x.startswith("--node-ip=")) for args in (a, b, far)}
-    cidrs = {next(x for x in args if x.startswith("--cidr=")) for args in (a, b, far)}
-    assert len(ips) == 3 and len(cidrs) == 3
+    a = flags.kwok_args(cfg, D, "zone-a", Path("/s.yaml"))
+    assert f"--manage-nodes-with-label-selector={flags.CONTROLLER_LABEL}=zone-a" in a
+    assert "--node-lease-duration-seconds=4" in a
+    assert not any(x.startswith("--manage-single-node") for x in a)
+
+
+def test_nodes_have_distinct_addresses_and_pod_cidrs_and_their_controller_label() -> None:
+    specs = Topology(zones=("zone-a", "zone-b"), nodes_per_zone=300).nodes()
+    objs = [flags.node_object(s, i, s.zone) for i, s in enumerate(specs)]
+    ips = {o["status"]["addresses"][0]["address"] for o in objs}
+    cidrs = {o["spec"]["podCIDR"] for o in objs}
+    assert len(ips) == len(cidrs) == 600
+    assert all(o["metadata"]["labels"][flags.CONTROLLER_LABEL] == o["metadata"]["labels"][ZONE_KEY] for o in objs)
+    assert flags.STOPPED not in {s.zone for s in specs}
+    assert "kwok.pvchaos.dev/controller" not in specs[0].labels  # the topology's own labels are untouched
+    with pytest.raises(ValueError, match="distinct addresses"):
+        flags.node_network(flags.MAX_NODES)
+
+
+def test_too_many_nodes_are_refused_before_anything_starts() -> None:
+    with pytest.raises(ValueError, match="room for"):
+        LocalClusterConfig(name="c1", topology=Topology(zones=("z",), nodes_per_zone=flags.MAX_NODES + 1))
 
 
 def test_etcd_listens_on_loopback_ports_given() -> None:
@@ -142,7 +156,7 @@ def test_every_process_names_the_cluster_directory() -> None:
     """The directory is the marker that lets teardown tell our pids from recycled ones."""
     cfg = LocalClusterConfig(name="c1")
     argvs = [*all_component_args(cfg).values(), flags.etcd_args(D, 1, 2),
-             flags.kwok_args(cfg, D, "zone-a-1", 0, Path("/s.yaml")), flags.provisioner_args(D, cfg.provisioner_reschedule)]
+             flags.kwok_args(cfg, D, "zone-a", Path("/s.yaml")), flags.provisioner_args(D, cfg.provisioner_reschedule)]
     for argv in argvs:
         assert any(str(D) in a for a in argv), argv
 
