@@ -60,6 +60,12 @@ class Options:
     no_canaries: bool = field(default=False, metadata=_opt(
         "--no-canaries", "skip the per-cluster canaries (pvchaos/kit/canaries.py): every test then waits out "
         "its own timeouts on a broken cluster, as the detection-power self-checks need", action="store_true"))
+    scale: bool = field(default=False, metadata=_opt(
+        "--scale", "also run the tests marked scale (PVC storms: suites/test_scale.py); without it they are "
+        "deselected", action="store_true"))
+    scale_size: str = field(default="60x120", metadata=_opt(
+        "--scale-size", "NODESxPODS of the scale suite's storms (default 60x120, sized for CI; "
+        "bench/storm.py runs 1000x2000)"))
     # -- `pvchaos run` only: rendered into pytest's own arguments ------------------------------
     suites: tuple[str, ...] = field(default=(), metadata=_opt(
         "--suites", "comma-separated suite names (default: all)", pytest=False, action="append"))

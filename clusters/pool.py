@@ -54,6 +54,8 @@ class ClusterRequest:
     nodes_per_zone: int | None = None
     extra_kcm_flags: tuple[str, ...] = ()
     node_monitor_grace_seconds: int | None = None
+    client_qps: int = 0  # kcm and scheduler client QPS/burst (LocalClusterConfig); 0: defaults
+    client_burst: int = 0
 
     @classmethod
     def from_marker(cls, kwargs: dict[str, Any]) -> ClusterRequest:
@@ -102,6 +104,7 @@ class ClusterPool:
             disabled_scheduler_plugins=request.disabled_scheduler_plugins,
             provisioner=request.provisioner,
             extra_kcm_flags=request.extra_kcm_flags,
+            client_qps=request.client_qps, client_burst=request.client_burst,
         )
         if request.node_monitor_grace_seconds:
             cfg = replace(cfg, node_monitor_grace_seconds=request.node_monitor_grace_seconds)

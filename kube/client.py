@@ -40,14 +40,18 @@ class Kube:
         return client.VersionApi(self.api)
 
 
-def connect(kubeconfig: Path | str, context: str | None = None, timeout: float = 10.0) -> Kube:
-    """A client for this kubeconfig/context; never reads ~/.kube/config implicitly."""
+def connect(kubeconfig: Path | str, context: str | None = None, timeout: float = 10.0,
+            pool_size: int | None = None) -> Kube:
+    """A client for this kubeconfig/context; never reads ~/.kube/config implicitly.
+    `pool_size` keeps that many connections open: one per thread of a bulk creation."""
     # Local clusters serve self-signed certificates on loopback; kubeconfigs say so explicitly.
     urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     cfg = client.Configuration()
     config.load_kube_config(config_file=str(kubeconfig), context=context, client_configuration=cfg,
                             persist_config=False)
     cfg.retries = 2
+    if pool_size is not None:
+        cfg.connection_pool_maxsize = pool_size
     api = client.ApiClient(cfg)
     api.rest_client.pool_manager.connection_pool_kw["timeout"] = timeout
     return Kube(api)

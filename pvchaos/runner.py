@@ -94,6 +94,10 @@ def validate(req: Options) -> None:
         if n > fits:
             raise UsageError(f"--workers {n}: this machine has memory for about {fits} workers' local clusters "
                              f"({available_memory_mib()} MiB available, ~{2 * CLUSTER_MEMORY_MIB} MiB each)")
+    if req.scale or "scale" in req.suites:
+        from pvchaos.plugin import scale_problem  # the plugin refuses the same input under plain pytest
+        if problem := scale_problem(req, available_memory_mib()):
+            raise UsageError(problem)
     if req.backend == "existing" and not req.kubeconfig:
         raise UsageError("--backend existing needs --kubeconfig")
     if req.kubeconfig and not Path(req.kubeconfig).is_file():
@@ -150,6 +154,8 @@ def pytest_argv(req: Options) -> list[str]:
     if req.keyword:
         argv += ["-k", req.keyword]
     from_schema = [a for a in _pytest_flags(req) if not a.startswith("--backend=")]
+    if "scale" in req.suites and not req.scale:  # asking for the scale suite by name is asking for it
+        from_schema.append("--scale")
     return argv + from_schema + list(req.pytest_args)
 
 

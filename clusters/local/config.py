@@ -59,6 +59,11 @@ class LocalClusterConfig:
     pv_sync_seconds: int = 5  # --pvclaimbinder-sync-period, upstream default 15 s
     extra_kcm_flags: tuple[str, ...] = ()
     extra_apiserver_flags: tuple[str, ...] = ()
+    # Client QPS/burst of kube-controller-manager (--kube-api-qps/--kube-api-burst) and
+    # kube-scheduler (clientConnection.qps/burst); 0 keeps the components' defaults
+    # (kcm 20/30, scheduler 50/100). Storms raise them as ClusterLoader2 set-ups do.
+    client_qps: int = 0
+    client_burst: int = 0
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -72,6 +77,8 @@ class LocalClusterConfig:
                 )
         if self.provisioner_reschedule not in RESCHEDULE_MODES:
             raise ValueError(f"provisioner_reschedule {self.provisioner_reschedule!r}: use one of {', '.join(RESCHEDULE_MODES)}")
+        if self.client_qps < 0 or self.client_burst < 0:
+            raise ValueError(f"client_qps {self.client_qps}, client_burst {self.client_burst}: use 0 (default) or more")
         if self.topology.node_count > MAX_NODES:
             raise ValueError(f"topology: {self.topology.node_count} nodes; a local cluster has room for {MAX_NODES}")
         if self.node_lease_seconds * 0.5 >= self.node_monitor_grace_seconds:
@@ -151,6 +158,8 @@ def controller_manager_args(cfg: LocalClusterConfig, d: Path, port: int) -> list
         f"--node-monitor-grace-period={cfg.node_monitor_grace_seconds}s",
         f"--pvclaimbinder-sync-period={cfg.pv_sync_seconds}s",
         "--profiling=false",
+        *([f"--kube-api-qps={cfg.client_qps}"] if cfg.client_qps else []),
+        *([f"--kube-api-burst={cfg.client_burst}"] if cfg.client_burst else []),
         *gates_flag(cfg.effective_gates()),
         *cfg.extra_kcm_flags,
     ]
@@ -163,6 +172,8 @@ def scheduler_config_yaml(cfg: LocalClusterConfig, d: Path) -> str:
         "kind: KubeSchedulerConfiguration",
         "clientConnection:",
         f"  kubeconfig: {d / 'kubeconfig'}",
+        *([f"  qps: {cfg.client_qps}"] if cfg.client_qps else []),
+        *([f"  burst: {cfg.client_burst}"] if cfg.client_burst else []),
         "leaderElection:",
         "  leaderElect: false",
     ]

@@ -13,12 +13,15 @@ import allure
 import pytest
 
 from clusters.backend import Capability
-from clusters.options import add_options, check_feature_gates, from_values
+from clusters.options import Options, add_options, check_feature_gates, from_values
+from clusters.topology import Topology
 from conformance import invariants
 from kube import snapshot
 from kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
+from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
 from pvchaos.plugin import evidence, hookspecs, interrupts, upgrade_options
+from pvchaos.runner import available_memory_mib
 from pvchaos.plugin.fixtures import (
     CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
     declared_canaries, needed_capabilities, ws,
@@ -29,6 +32,8 @@ __all__ = ["canary_results", "cluster", "cluster_pool", "driver", "driver_profil
 
 MARKERS = (
     "disruptive: injects faults (nodes, zones, labels, component restarts); runs on a cluster of its own",
+    "scale: a PVC storm at scale (suites/test_scale.py); deselected unless --scale is given, and its "
+    "cluster is sized by --scale-size",
     "needs(*capabilities): the capabilities a test requires (clusters.backend.Capability); "
     "it skips with a reason without them, and an unknown word is a collection error",
     "cluster(**options): the local cluster this test needs (feature gates, disabled controllers...)",
@@ -65,6 +70,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
 def _check_options(config: pytest.Config) -> None:
     """Input a cluster start would refuse is refused once, here, not by every test."""
     opts = from_values(config.getoption, pytest_side=True)
+    if opts.scale:
+        problem = scale_problem(opts, available_memory_mib())
+        if problem:
+            raise pytest.UsageError(problem)
     if opts.backend == "local" and opts.feature_gates:
         try:
             check_feature_gates(opts.feature_gates, opts.k8s_version or DEFAULT_K8S_VERSION)
@@ -72,11 +81,37 @@ def _check_options(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
 
 
+def scale_problem(opts: Options, available_mib: float) -> str | None:
+    """Why the scale suite cannot run with these options (one line), or None: a bad
+    --scale-size, zero nodes, more zones than nodes, or more memory than the machine has."""
+    try:
+        shape = suite_shape(opts.scale_size, Topology.parse(opts.zones).zones)
+    except ValueError as exc:
+        return f"--scale-size {opts.scale_size}: {exc}"
+    return memory_refusal(shape, available_mib) if opts.backend == "local" else None
+
+
+def _select_scale(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked scale run only with --scale, each on a cluster sized by --scale-size."""
+    opts = from_values(config.getoption, pytest_side=True)
+    scale = [i for i in items if i.get_closest_marker("scale") is not None]
+    if not opts.scale:
+        if scale:
+            config.hook.pytest_deselected(items=scale)
+            items[:] = [i for i in items if i.get_closest_marker("scale") is None]
+        return
+    if scale_problem(opts, float("inf")) is None:  # else the test reports it
+        marker = pytest.mark.cluster(**cluster_marker_options(suite_shape(opts.scale_size, Topology.parse(opts.zones).zones)))
+        for item in scale:
+            item.add_marker(marker)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A typo in `needs(...)` or in a `cluster(...)` option fails the collection with one
     line, instead of silently skipping the test later. The upgrade suite is deselected
-    unless an upgrade was asked for."""
+    unless an upgrade was asked for, the scale suite unless --scale."""
     upgrade_options.deselect(config, items)
+    _select_scale(config, items)
     problems: list[str] = []
     for item in items:
         for word in needed_capabilities(item):

@@ -1,0 +1,36 @@
+"""Resident memory of a local cluster's processes, read from /proc (for the storm bench).
+
+The KWOK controllers are summed as one entry, "kwok", however many there are (one per
+node, or a few per zone), so results stay comparable across layouts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clusters.local.registry import ClusterState
+
+
+def _rss_kib(pid: int) -> int:
+    """VmRSS of a live pid in KiB; 0 when it has exited."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def component_group(component: str) -> str:
+    return "kwok" if component.startswith("kwok") else component
+
+
+def cluster_rss_mib(directory: Path) -> dict[str, float]:
+    """MiB resident per component group of the cluster recorded in `directory`."""
+    state = ClusterState.load(directory)
+    out: dict[str, float] = {}
+    for component, rec in state.processes.items():
+        group = component_group(component)
+        out[group] = out.get(group, 0.0) + _rss_kib(rec.pid) / 1024
+    return out
