@@ -18,6 +18,7 @@ from tools.versions import DEFAULT_K8S_VERSION
 MUTABLE_PV_GATE = "MutablePVNodeAffinity"
 GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
 RESCHEDULE_MODES = ("guarded", "library", "off")
+KCM_CLIENT = (500, 1000)  # the controller-manager's client qps and burst unless a config sets them
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
 
@@ -60,8 +61,10 @@ class LocalClusterConfig:
     extra_kcm_flags: tuple[str, ...] = ()
     extra_apiserver_flags: tuple[str, ...] = ()
     # Client QPS/burst of kube-controller-manager (--kube-api-qps/--kube-api-burst) and
-    # kube-scheduler (clientConnection.qps/burst); 0 keeps the components' defaults
-    # (kcm 20/30, scheduler 50/100). Storms raise them as ClusterLoader2 set-ups do.
+    # kube-scheduler (clientConnection.qps/burst); 0 keeps the defaults: the scheduler's
+    # own (50/100), and KCM_CLIENT for the controller-manager, since upstream's 20/30 makes
+    # 1,000 nodes wait a minute and more for their taints to go. Storms raise both, as
+    # ClusterLoader2 set-ups do.
     client_qps: int = 0
     client_burst: int = 0
 
@@ -153,13 +156,11 @@ def controller_manager_args(cfg: LocalClusterConfig, d: Path, port: int) -> list
         "--use-service-account-credentials=false",
         f"--service-account-private-key-file={d / 'pki' / 'sa.key'}",
         "--node-monitor-period=1s",
-        "--kube-api-qps=500",  # upstream's 20 makes 1,000 nodes wait a minute and more for their taints to go
-        "--kube-api-burst=1000",
         f"--node-monitor-grace-period={cfg.node_monitor_grace_seconds}s",
         f"--pvclaimbinder-sync-period={cfg.pv_sync_seconds}s",
         "--profiling=false",
-        *([f"--kube-api-qps={cfg.client_qps}"] if cfg.client_qps else []),
-        *([f"--kube-api-burst={cfg.client_burst}"] if cfg.client_burst else []),
+        f"--kube-api-qps={cfg.client_qps or KCM_CLIENT[0]}",
+        f"--kube-api-burst={cfg.client_burst or KCM_CLIENT[1]}",
         *gates_flag(cfg.effective_gates()),
         *cfg.extra_kcm_flags,
     ]

@@ -175,7 +175,8 @@ def test_client_qps_and_burst_reach_both_components() -> None:
     assert "--kube-api-qps=300" in args and "--kube-api-burst=500" in args
     assert "  qps: 300\n  burst: 500\n" in scheduler_config_yaml(cfg, Path("/d"))
     plain = LocalClusterConfig(name="x")
-    assert not any("kube-api" in a for a in controller_manager_args(plain, Path("/d"), 1))
+    plain_args = controller_manager_args(plain, Path("/d"), 1)
+    assert [a for a in plain_args if "kube-api" in a] == ["--kube-api-qps=500", "--kube-api-burst=1000"]
     assert "qps" not in scheduler_config_yaml(plain, Path("/d"))
 
 
