@@ -19,10 +19,10 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
+from clusters.local.memory import status_kib
 from clusters.local.registry import ClusterState
 from clusters.topology import Topology
 from tools.build import ensure_binaries
@@ -35,17 +35,7 @@ MIB = 2**20
 
 def peak_rss(state: ClusterState) -> dict[str, int]:
     """VmHWM (peak resident set) in bytes per component; a process already gone counts 0."""
-    peaks: dict[str, int] = {}
-    for component, rec in state.processes.items():
-        peaks[component] = 0
-        try:
-            status = Path(f"/proc/{rec.pid}/status").read_text()
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmHWM:"):
-                peaks[component] = int(line.split()[1]) * 1024  # reported in kB
-    return peaks
+    return {component: status_kib(rec.pid, "VmHWM") * 1024 for component, rec in state.processes.items()}
 
 
 def one_run(index: int, version: str) -> tuple[float, int]:

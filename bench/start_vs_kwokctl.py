@@ -34,6 +34,7 @@ from pathlib import Path
 from bench.cluster_start import MIB
 from clusters.local.cluster import LocalCluster
 from clusters.local.config import LocalClusterConfig
+from clusters.local.memory import status_kib
 from clusters.local.registry import ClusterState
 from clusters.topology import Topology
 from kube import kinds
@@ -57,13 +58,7 @@ def nodes_ready(kube: Kube, want: set[str], timeout: float = 600.0) -> None:
 
 def memory(state: ClusterState) -> tuple[int, int]:
     """Current resident memory (VmRSS) of every process of the cluster, and how many are KWOK."""
-    total = 0
-    for rec in state.processes.values():
-        try:
-            status = Path(f"/proc/{rec.pid}/status").read_text()
-        except OSError:
-            continue
-        total += next((int(ln.split()[1]) * 1024 for ln in status.splitlines() if ln.startswith("VmRSS:")), 0)
+    total = sum(status_kib(rec.pid) * 1024 for rec in state.processes.values())
     return total, sum(1 for c in state.processes if c.startswith("kwok-"))
 
 

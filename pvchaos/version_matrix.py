@@ -66,11 +66,7 @@ def parse_versions(text: str) -> list[str]:
         raise ValueError(f"--k8s-version {text!r}: {', '.join(bad)} is not a release version (want v1.MINOR.PATCH)")
     if len(set(items)) != len(items):
         raise ValueError(f"--k8s-version {text!r}: a version is given twice")
-    return sorted(items, key=release_key)
-
-
-def release_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.lstrip("v").split("."))
+    return sorted(items, key=versions.release)
 
 
 def unserved(wanted: Sequence[str], served: Sequence[str]) -> list[str]:

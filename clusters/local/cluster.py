@@ -216,7 +216,7 @@ class LocalCluster:
         (d / "scheduler.yaml").write_text(flags.scheduler_config_yaml(self.cfg, d))
         self._spawn("kube-apiserver", [str(bins.kube_apiserver),
                                        *flags.apiserver_args(self.cfg, d, ports["etcd"], ports["apiserver"])])
-        self._await_http("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", token)
+        self.await_healthy("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", token)
         self.kube = connect(d / "kubeconfig")
         self._spawn("kube-controller-manager", [str(bins.kube_controller_manager),
                                                 *flags.controller_manager_args(self.cfg, d, ports["controller-manager"])])
@@ -229,8 +229,8 @@ class LocalCluster:
             storage = pool.submit(self._create_storage_objects)
             self._create_nodes()
             storage.result()
-        self._await_http("kube-controller-manager", f"https://127.0.0.1:{ports['controller-manager']}/healthz")
-        self._await_http("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
+        self.await_healthy("kube-controller-manager", f"https://127.0.0.1:{ports['controller-manager']}/healthz")
+        self.await_healthy("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
         self._await_nodes_ready()
 
     def _keep_logs(self) -> Path | None:
@@ -261,10 +261,12 @@ class LocalCluster:
         self._spawn(f"kwok-{controller}", argv or [str(self.binaries.kwok),
                                                    *flags.kwok_args(self.cfg, self.directory, controller, STAGES)], env)
 
-    def _abort_reason(self) -> str | None:
-        """Ends a readiness wait at once when a component has exited."""
+    def _abort_reason(self, only: str | None = None, when: str = "at start") -> str | None:
+        """Ends a readiness wait at once when a component (every one, or `only`) has exited."""
         assert self.state is not None
         for component, rec in self.state.processes.items():
+            if only is not None and component != only:
+                continue
             proc = self._procs.get(component)
             if proc is not None:  # our child: its exit status is the truth, /proc is not needed
                 code = proc.poll()
@@ -275,15 +277,21 @@ class LocalCluster:
                 continue
             else:
                 how = "no longer running"
-            return f"{component} exited at start ({how}): {log_tail(rec.log) or '(empty log)'} (log: {rec.log})"
+            return f"{component} exited {when} ({how}): {log_tail(rec.log) or '(empty log)'} (log: {rec.log})"
         return None
 
-    def _await_http(self, component: str, url: str, token: str | None = None) -> None:
+    def await_healthy(self, component: str, url: str, token: str | None = None, after: str | None = None) -> None:
+        """Until `url` answers 200. At start any component's exit ends the wait; `after`
+        ("its upgrade") watches only this component and names the occasion."""
         def ok() -> bool | None:
             status, _ = get_url(url, token)
             return True if status == 200 else None
+
+        def abort() -> str | None:
+            return self._abort_reason() if after is None else self._abort_reason(component, f"after {after}")
+        what = f"{component} health at {url}" + (f" after {after}" if after else "")
         try:
-            poll_until(ok, START_TIMEOUT, f"{component} health at {url}", abort=self._abort_reason)
+            poll_until(ok, START_TIMEOUT, what, abort=abort)
         except PollTimeout as exc:
             log = self.directory / "logs" / f"{component}.log"
             raise ClusterError(str(exc) if "(log:" in str(exc) else f"{exc} (log: {log})") from None

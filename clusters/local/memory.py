@@ -1,4 +1,5 @@
-"""Resident memory of a local cluster's processes, read from /proc (for the storm bench).
+"""Resident memory of a local cluster's processes, read from /proc (the storm and the
+start benchmarks).
 
 The KWOK controllers are summed as one entry, "kwok", however many there are (one per
 node, or a few per zone), so results stay comparable across layouts.
@@ -11,11 +12,12 @@ from pathlib import Path
 from clusters.local.registry import ClusterState
 
 
-def _rss_kib(pid: int) -> int:
-    """VmRSS of a live pid in KiB; 0 when it has exited."""
+def status_kib(pid: int, field: str = "VmRSS") -> int:
+    """A memory line of /proc/<pid>/status in KiB (VmRSS now, VmHWM the peak); 0 when
+    the process has exited."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except (OSError, ValueError):
         pass
@@ -32,5 +34,5 @@ def cluster_rss_mib(directory: Path) -> dict[str, float]:
     out: dict[str, float] = {}
     for component, rec in state.processes.items():
         group = component_group(component)
-        out[group] = out.get(group, 0.0) + _rss_kib(rec.pid) / 1024
+        out[group] = out.get(group, 0.0) + status_kib(rec.pid) / 1024
     return out

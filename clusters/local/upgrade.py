@@ -20,7 +20,6 @@ from typing import Any
 from clusters.backend import ClusterError
 from clusters.local.cluster import LocalCluster
 from clusters.local.loopback_http import get as get_url
-from clusters.local.processes import is_ours, log_tail
 from clusters.local.upgrade_plan import (
     CONTROL_PLANE_ORDER,
     NODES,
@@ -31,11 +30,9 @@ from clusters.local.upgrade_plan import (
 from kube import kinds
 from kube import objects as o
 from kube.client import connect
-from kube.poll import PollTimeout, poll_until
 from tools.build import Binaries
 from tools.gates import known_gates
 
-HEALTH_TIMEOUT = 90.0
 HEALTH_PATH = {"kube-apiserver": "/readyz", "kube-controller-manager": "/healthz", "kube-scheduler": "/healthz"}
 PORT = {"kube-apiserver": "apiserver", "kube-controller-manager": "controller-manager", "kube-scheduler": "scheduler"}
 
@@ -113,20 +110,7 @@ def _token(local: LocalCluster) -> str:
 def _await_healthy(local: LocalCluster, component: str) -> None:
     assert local.state is not None
     url = f"https://127.0.0.1:{local.state.ports[PORT[component]]}{HEALTH_PATH[component]}"
-    token = _token(local) if component == "kube-apiserver" else None
-    record = local.state.processes[component]
-    marker = local.state.marker()
-
-    def exited() -> str | None:
-        if is_ours(local.state.processes[component] if local.state else record, marker):
-            return None
-        return f"{component} exited after its upgrade: {log_tail(record.log)} (log: {record.log})"
-
-    try:
-        poll_until(lambda: True if get_url(url, token)[0] == 200 else None, HEALTH_TIMEOUT,
-                   f"{component} healthy at {url} after its upgrade", interval=0.05, abort=exited)
-    except PollTimeout as exc:
-        raise ClusterError(f"{exc} (log: {record.log})" if "(log:" not in str(exc) else str(exc)) from None
+    local.await_healthy(component, url, _token(local) if component == "kube-apiserver" else None, after="its upgrade")
 
 
 def _served_version(local: LocalCluster) -> str:
