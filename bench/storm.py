@@ -23,7 +23,7 @@ from pathlib import Path
 
 from clusters.backend import ClusterError
 from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig
+from clusters.local.config import LocalClusterConfig, heartbeat_for
 from clusters.topology import Topology
 from drivers.driver import HarnessDriver
 from kube.cleanup import Cleanup
@@ -56,9 +56,12 @@ def shapes(args: argparse.Namespace) -> list[StormShape]:
 
 
 def one_storm(shape: StormShape, args: argparse.Namespace, index: int) -> StormResult:
+    lease, grace = heartbeat_for(shape.node_count)
     cfg = LocalClusterConfig(name=f"storm-{index}", k8s_version=args.k8s_version,
                              topology=Topology(zones=shape.zones, nodes_per_zone=shape.nodes_per_zone),
-                             client_qps=args.qps, client_burst=args.burst)
+                             client_qps=args.qps, client_burst=args.burst,
+                             node_lease_seconds=args.node_lease_seconds or lease,
+                             node_monitor_grace_seconds=args.grace_seconds or grace)
     local = LocalCluster(cfg, binaries=ensure_binaries(args.k8s_version))
     try:
         handle = local.up()
@@ -94,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--qps", type=int, default=STORM_QPS)
     p.add_argument("--burst", type=int, default=STORM_BURST)
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--node-lease-seconds", type=int, default=0, help="0: sized to the nodes (heartbeat_for)")
+    p.add_argument("--grace-seconds", type=int, default=0, help="0: sized to the nodes (heartbeat_for)")
     p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
     args = p.parse_args(argv)
     try:

@@ -54,6 +54,7 @@ class ClusterRequest:
     nodes_per_zone: int | None = None
     extra_kcm_flags: tuple[str, ...] = ()
     node_monitor_grace_seconds: int | None = None
+    node_lease_seconds: int | None = None
     client_qps: int = 0  # kcm and scheduler client QPS/burst (LocalClusterConfig); 0: defaults
     client_burst: int = 0
 
@@ -108,6 +109,8 @@ class ClusterPool:
         )
         if request.node_monitor_grace_seconds:
             cfg = replace(cfg, node_monitor_grace_seconds=request.node_monitor_grace_seconds)
+        if request.node_lease_seconds:
+            cfg = replace(cfg, node_lease_seconds=request.node_lease_seconds)
         return self.configure(cfg)
 
     def _start(self, request: ClusterRequest) -> tuple[LocalCluster, ClusterHandle]:

@@ -60,10 +60,14 @@ def wait_for_state(
     timeout: float = 60.0,
     fail_if: Callable[[State], str | None] | None = None,
     focus: Callable[[State], Obj | None] | None = None,
+    seen: Callable[[str, Obj | None], None] | None = None,
     **selectors: Any,
 ) -> T:
     """Watch the objects of a kind (narrowed by label/field `selectors`) until `until`
-    returns a non-None value, which is returned. `focus` picks the object shown on failure."""
+    returns a non-None value, which is returned. `focus` picks the object shown on failure.
+    `seen(key, obj)` hears every listed object and every change (obj None: deleted) before
+    `until` runs, so a wait over thousands of objects can keep its counts incrementally
+    instead of rescanning the whole state at each event."""
     deadline = time.monotonic() + timeout
     state: State = {}
 
@@ -71,12 +75,18 @@ def wait_for_state(
         items, rv = list_objects(kube, kind_name, namespace, **selectors)
         state.clear()
         state.update({_key(o): o for o in items})
+        if seen is not None:
+            for key, obj in state.items():
+                seen(key, obj)
         if (result := _check(state, until, fail_if)) is not None:
             return result
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _NotYet
-        for _ in _watch_into(state, kube, kind_name, namespace, rv, remaining, selectors):
+        for obj in _watch_into(state, kube, kind_name, namespace, rv, remaining, selectors):
+            if seen is not None:
+                key = _key(obj)
+                seen(key, state.get(key))
             if (result := _check(state, until, fail_if)) is not None:
                 return result
             if time.monotonic() >= deadline:

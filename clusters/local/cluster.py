@@ -359,6 +359,7 @@ class LocalCluster:
                 "disabled controllers": ",".join(self.cfg.disabled_controllers) or "none",
                 "disabled scheduler plugins": ",".join(self.cfg.disabled_scheduler_plugins) or "none",
                 "node-monitor-grace-period": f"{self.cfg.node_monitor_grace_seconds}s",
+                "node lease": f"{self.cfg.node_lease_seconds}s",
                 "provisioner reschedule": self.cfg.provisioner_reschedule if self.cfg.provisioner else "none",
                 "kcm and scheduler client qps/burst": f"{self.cfg.client_qps or 'default'}/{self.cfg.client_burst or 'default'}",
             },

@@ -18,6 +18,8 @@ from tools.versions import DEFAULT_K8S_VERSION
 MUTABLE_PV_GATE = "MutablePVNodeAffinity"
 GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
 RESCHEDULE_MODES = ("guarded", "library", "off")
+UPSTREAM_HEARTBEAT = (40, 50)  # kubelet's nodeLeaseDurationSeconds; the controller-manager's grace since 1.32
+BUSY_RENEWALS = 100  # Lease renewals a second past which a cluster takes upstream's heartbeat
 KCM_CLIENT = (500, 1000)  # the controller-manager's client qps and burst unless a config sets them
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
@@ -67,6 +69,10 @@ class LocalClusterConfig:
     # ClusterLoader2 set-ups do.
     client_qps: int = 0
     client_burst: int = 0
+    # Go CPU/heap profiles at /debug/pprof of kube-apiserver (admin token), the
+    # controller-manager and the scheduler (loopback only, no credentials; /metrics too):
+    # how a storm's bottleneck is found (bench.storm --profile).
+    profiling: bool = False
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -98,6 +104,20 @@ class LocalClusterConfig:
             gates[MUTABLE_PV_GATE] = True
         gates.update(self.feature_gates)
         return gates
+
+
+def heartbeat_for(node_count: int) -> tuple[int, int]:
+    """(lease seconds, grace seconds) for a cluster of `node_count` nodes.
+
+    Our short 4 s lease makes a node's loss show in seconds, but KWOK renews every Lease
+    each quarter of its duration: 1,000 nodes at 4 s are 1,000 writes a second, more than
+    the apiserver of a 2-core machine serves; a storm beside them bound 1 claim a second.
+    Past BUSY_RENEWALS a cluster takes upstream's defaults, as a real one of that size has.
+    """
+    lease = LocalClusterConfig.node_lease_seconds
+    if node_count * 4 / lease <= BUSY_RENEWALS:
+        return lease, LocalClusterConfig.node_monitor_grace_seconds
+    return UPSTREAM_HEARTBEAT
 
 
 def gates_for_version(gates: dict[str, bool], minor: int) -> dict[str, bool]:
@@ -139,7 +159,7 @@ def apiserver_args(cfg: LocalClusterConfig, d: Path, etcd_port: int, port: int) 
         "--enable-priority-and-fairness=false",
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
-        "--profiling=false",
+        f"--profiling={str(cfg.profiling).lower()}",
         *gates_flag(cfg.effective_gates()),
         *cfg.extra_apiserver_flags,
     ]
@@ -158,7 +178,7 @@ def controller_manager_args(cfg: LocalClusterConfig, d: Path, port: int) -> list
         "--node-monitor-period=1s",
         f"--node-monitor-grace-period={cfg.node_monitor_grace_seconds}s",
         f"--pvclaimbinder-sync-period={cfg.pv_sync_seconds}s",
-        "--profiling=false",
+        *_profiling_flags(cfg),
         f"--kube-api-qps={cfg.client_qps or KCM_CLIENT[0]}",
         f"--kube-api-burst={cfg.client_burst or KCM_CLIENT[1]}",
         *gates_flag(cfg.effective_gates()),
@@ -189,9 +209,17 @@ def scheduler_args(cfg: LocalClusterConfig, d: Path, port: int) -> list[str]:
         f"--config={d / 'scheduler.yaml'}",
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
-        "--profiling=false",
+        *_profiling_flags(cfg),
         *gates_flag(cfg.effective_gates()),
     ]
+
+
+def _profiling_flags(cfg: LocalClusterConfig) -> list[str]:
+    """Profiles and metrics readable without credentials (the port is loopback-only):
+    delegated authorization would otherwise ask the apiserver about every scrape."""
+    if not cfg.profiling:
+        return ["--profiling=false"]
+    return ["--profiling=true", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*"]
 
 
 def etcd_args(d: Path, client_port: int, peer_port: int) -> list[str]:

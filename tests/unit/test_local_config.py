@@ -241,3 +241,24 @@ def test_provisioner_reschedule_mode_reaches_its_flag_and_typos_are_refused() ->
     assert "-reschedule=library" in flags.provisioner_args(D, "library")
     with pytest.raises(ValueError, match="provisioner_reschedule 'sometimes'"):
         LocalClusterConfig(name="c1", provisioner_reschedule="sometimes")
+
+
+def test_heartbeat_keeps_the_short_lease_while_renewals_stay_few() -> None:
+    from clusters.local.config import UPSTREAM_HEARTBEAT, heartbeat_for
+    assert heartbeat_for(6) == (4, 8)
+    assert heartbeat_for(100) == (4, 8)  # 100 Lease renewals a second: still ours
+    assert heartbeat_for(101) == UPSTREAM_HEARTBEAT == (40, 50)
+    assert heartbeat_for(1002) == (40, 50)
+
+
+def test_profiling_opens_pprof_and_metrics_only_when_asked() -> None:
+    from clusters.local.config import apiserver_args, scheduler_args
+    off = LocalClusterConfig(name="c1")
+    on = LocalClusterConfig(name="c1", profiling=True)
+    d = Path("/tmp/x")
+    assert "--profiling=false" in flags.controller_manager_args(off, d, 1) and "--profiling=false" in scheduler_args(off, d, 1)
+    assert "--profiling=false" in apiserver_args(off, d, 1, 2)
+    for args in (flags.controller_manager_args(on, d, 1), scheduler_args(on, d, 1)):
+        assert "--profiling=true" in args
+        assert any(a.startswith("--authorization-always-allow-paths=") and "/debug/pprof/*" in a for a in args)
+    assert "--profiling=true" in apiserver_args(on, d, 1, 2)

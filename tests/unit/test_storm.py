@@ -217,3 +217,10 @@ def test_last_bound_per_kind_says_which_path_paces_the_storm() -> None:
     reached = {f"ns/{c}": 100.0 + (5 if k == "local" else 1) for c, k in claims.items()}
     reached["ns/data-s-set-0-0"] = 109.0
     assert _bound_by_kind(objs, "ns", reached, 100.0) == {"immediate": 1.0, "local": 5.0, "sts": 9.0, "wffc": 1.0}
+
+
+def test_storm_clusters_take_upstream_heartbeat_past_a_hundred_nodes() -> None:
+    small = plan.cluster_marker_options(plan.StormShape(nodes=30, zones=("a", "b", "c"), pods=60))
+    big = plan.cluster_marker_options(plan.StormShape(nodes=1000, zones=("a", "b", "c"), pods=2000))
+    assert (small["node_lease_seconds"], small["node_monitor_grace_seconds"]) == (4, 8)
+    assert (big["node_lease_seconds"], big["node_monitor_grace_seconds"]) == (40, 50)
