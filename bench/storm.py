@@ -19,11 +19,13 @@ import os
 import signal
 import sys
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 from clusters.backend import ClusterError
 from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig, heartbeat_for
+from clusters.local.config import LocalClusterConfig, sized
+from clusters.local.profiles import CpuProfiles
 from clusters.topology import Topology
 from drivers.driver import HarnessDriver
 from kube.cleanup import Cleanup
@@ -56,25 +58,26 @@ def shapes(args: argparse.Namespace) -> list[StormShape]:
 
 
 def one_storm(shape: StormShape, args: argparse.Namespace, index: int) -> StormResult:
-    lease, grace = heartbeat_for(shape.node_count)
     cfg = LocalClusterConfig(name=f"storm-{index}", k8s_version=args.k8s_version,
                              topology=Topology(zones=shape.zones, nodes_per_zone=shape.nodes_per_zone),
-                             client_qps=args.qps, client_burst=args.burst,
-                             node_lease_seconds=args.node_lease_seconds or lease,
-                             node_monitor_grace_seconds=args.grace_seconds or grace)
+                             client_qps=args.qps, client_burst=args.burst, profiling=args.profile is not None)
+    cfg = sized(cfg)  # past 100 nodes: upstream's lease, grace, monitor period and PV resync
     local = LocalCluster(cfg, binaries=ensure_binaries(args.k8s_version))
+    profiles: CpuProfiles | None = None
     try:
         handle = local.up()
         kube = connect(handle.kubeconfig)
         cleanup = Cleanup("storm bench")
         try:
             ws = Workspace(kube, handle, "storm", cleanup, HarnessDriver(handle))
-            result = run_storm(ws, shape, chaos=args.chaos, timeout=args.timeout, baseline=not args.chaos)
+            profiles = CpuProfiles(handle.directory, args.profile / f"storm-{index}") if args.profile else None
+            result = run_storm(ws, shape, chaos=args.chaos, timeout=args.timeout, baseline=not args.chaos,
+                               observe=(lambda: profiles) if profiles else nullcontext)
         finally:
             kube.api.close()  # the cluster is removed whole: no object-by-object cleanup
     finally:
         local.down()
-    for line in result.lines():
+    for line in result.lines() + (profiles.summaries() if profiles else []):
         print(line, flush=True)
     return result
 
@@ -97,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--qps", type=int, default=STORM_QPS)
     p.add_argument("--burst", type=int, default=STORM_BURST)
     p.add_argument("--timeout", type=float, default=600.0)
-    p.add_argument("--node-lease-seconds", type=int, default=0, help="0: sized to the nodes (heartbeat_for)")
-    p.add_argument("--grace-seconds", type=int, default=0, help="0: sized to the nodes (heartbeat_for)")
+    p.add_argument("--profile", type=Path, metavar="DIR",
+                   help="CPU profiles of apiserver, controller-manager and scheduler during the storm, into DIR")
     p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
     args = p.parse_args(argv)
     try:

@@ -23,7 +23,7 @@ from clusters.backend import ClusterError, ClusterHandle
 from clusters.existing import ExistingBackend
 from clusters.kind import KindBackend
 from clusters.local.cluster import LocalCluster, local_capabilities, missing_details
-from clusters.local.config import LocalClusterConfig, gates_for_version, minor_of, parse_feature_gates
+from clusters.local.config import LocalClusterConfig, gates_for_version, minor_of, parse_feature_gates, sized
 from clusters.options import Options
 from clusters.topology import Topology
 from kube import naming
@@ -54,7 +54,6 @@ class ClusterRequest:
     nodes_per_zone: int | None = None
     extra_kcm_flags: tuple[str, ...] = ()
     node_monitor_grace_seconds: int | None = None
-    node_lease_seconds: int | None = None
     client_qps: int = 0  # kcm and scheduler client QPS/burst (LocalClusterConfig); 0: defaults
     client_burst: int = 0
 
@@ -107,10 +106,9 @@ class ClusterPool:
             extra_kcm_flags=request.extra_kcm_flags,
             client_qps=request.client_qps, client_burst=request.client_burst,
         )
+        cfg = sized(cfg)
         if request.node_monitor_grace_seconds:
             cfg = replace(cfg, node_monitor_grace_seconds=request.node_monitor_grace_seconds)
-        if request.node_lease_seconds:
-            cfg = replace(cfg, node_lease_seconds=request.node_lease_seconds)
         return self.configure(cfg)
 
     def _start(self, request: ClusterRequest) -> tuple[LocalCluster, ClusterHandle]:

@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from conformance.affinity import node_matches_pv_affinity
 from conformance.invariants import Snapshot, check
@@ -134,7 +135,23 @@ def histogram(text: str, name: str = "apiserver_request_duration_seconds",
     return buckets
 
 
-def delta(after: Mapping[float, float], before: Mapping[float, float]) -> dict[float, float]:
+def requests_by_resource(text: str, verbs: Collection[str], name: str = "apiserver_request_total") -> dict[str, float]:
+    """Requests per `resource[/subresource]` of a counter, for the given verbs: where a
+    storm's writes go (events, leases, status updates...)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if not m or m["name"] != name:
+            continue
+        labels = dict(_LABEL.findall(m["labels"] or ""))
+        if labels.get("verb", "") not in verbs:
+            continue
+        what = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+        out[what] = out.get(what, 0.0) + float(m["value"])
+    return out
+
+
+def delta(after: Mapping[Any, float], before: Mapping[Any, float]) -> dict[Any, float]:
     """The requests made between two scrapes (counters only grow; a restart would show as negative)."""
     return {le: count - before.get(le, 0.0) for le, count in after.items()}
 

@@ -360,6 +360,8 @@ class LocalCluster:
                 "disabled scheduler plugins": ",".join(self.cfg.disabled_scheduler_plugins) or "none",
                 "node-monitor-grace-period": f"{self.cfg.node_monitor_grace_seconds}s",
                 "node lease": f"{self.cfg.node_lease_seconds}s",
+                "node-monitor-period": f"{self.cfg.node_monitor_period_seconds}s",
+                "pvclaimbinder-sync-period": f"{self.cfg.pv_sync_seconds}s",
                 "provisioner reschedule": self.cfg.provisioner_reschedule if self.cfg.provisioner else "none",
                 "kcm and scheduler client qps/burst": f"{self.cfg.client_qps or 'default'}/{self.cfg.client_burst or 'default'}",
             },

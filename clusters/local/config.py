@@ -7,7 +7,7 @@ without starting anything.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,12 @@ from tools.versions import DEFAULT_K8S_VERSION
 MUTABLE_PV_GATE = "MutablePVNodeAffinity"
 GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
 RESCHEDULE_MODES = ("guarded", "library", "off")
-UPSTREAM_HEARTBEAT = (40, 50)  # kubelet's nodeLeaseDurationSeconds; the controller-manager's grace since 1.32
-BUSY_RENEWALS = 100  # Lease renewals a second past which a cluster takes upstream's heartbeat
+# Upstream's defaults for what our small clusters shorten: kubelet's nodeLeaseDurationSeconds,
+# the controller-manager's --node-monitor-grace-period (50 s since 1.32), --node-monitor-period
+# and --pvclaimbinder-sync-period.
+UPSTREAM_TIMINGS = {"node_lease_seconds": 40, "node_monitor_grace_seconds": 50,
+                    "node_monitor_period_seconds": 5, "pv_sync_seconds": 15}
+BUSY_RENEWALS = 100  # Lease renewals a second past which a cluster takes upstream's timings
 KCM_CLIENT = (500, 1000)  # the controller-manager's client qps and burst unless a config sets them
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
@@ -59,6 +63,7 @@ class LocalClusterConfig:
     provisioner_reschedule: str = "guarded"
     node_monitor_grace_seconds: int = 8  # upstream default 50 s; short so loss shows in seconds
     node_lease_seconds: int = 4  # KWOK renews every quarter of this
+    node_monitor_period_seconds: int = 1  # how often the lifecycle controller looks at every node; upstream 5 s
     pv_sync_seconds: int = 5  # --pvclaimbinder-sync-period, upstream default 15 s
     extra_kcm_flags: tuple[str, ...] = ()
     extra_apiserver_flags: tuple[str, ...] = ()
@@ -106,18 +111,24 @@ class LocalClusterConfig:
         return gates
 
 
-def heartbeat_for(node_count: int) -> tuple[int, int]:
-    """(lease seconds, grace seconds) for a cluster of `node_count` nodes.
+def timings_for(node_count: int) -> dict[str, int]:
+    """The timing fields a cluster of `node_count` nodes takes instead of ours ({} for none).
 
-    Our short 4 s lease makes a node's loss show in seconds, but KWOK renews every Lease
-    each quarter of its duration: 1,000 nodes at 4 s are 1,000 writes a second, more than
-    the apiserver of a 2-core machine serves; a storm beside them bound 1 claim a second.
-    Past BUSY_RENEWALS a cluster takes upstream's defaults, as a real one of that size has.
+    Our short timings make a node's loss show in seconds, but KWOK renews every Lease each
+    quarter of its duration: 1,000 nodes at 4 s are 1,000 writes a second, more than the
+    apiserver of a 2-core machine serves, and a storm beside them bound 1 claim a second.
+    The lifecycle controller's 1 s sweep and the PV controller's 5 s resync of every claim
+    grow with the cluster too. Past BUSY_RENEWALS a cluster runs upstream's timings, as a
+    real one of that size does.
     """
-    lease = LocalClusterConfig.node_lease_seconds
-    if node_count * 4 / lease <= BUSY_RENEWALS:
-        return lease, LocalClusterConfig.node_monitor_grace_seconds
-    return UPSTREAM_HEARTBEAT
+    if node_count * 4 / LocalClusterConfig.node_lease_seconds <= BUSY_RENEWALS:
+        return {}
+    return dict(UPSTREAM_TIMINGS)
+
+
+def sized(cfg: LocalClusterConfig) -> LocalClusterConfig:
+    """`cfg` with the timings its node count calls for (timings_for)."""
+    return replace(cfg, **timings_for(cfg.topology.node_count))
 
 
 def gates_for_version(gates: dict[str, bool], minor: int) -> dict[str, bool]:
@@ -175,7 +186,7 @@ def controller_manager_args(cfg: LocalClusterConfig, d: Path, port: int) -> list
         f"--controllers={controllers}",
         "--use-service-account-credentials=false",
         f"--service-account-private-key-file={d / 'pki' / 'sa.key'}",
-        "--node-monitor-period=1s",
+        f"--node-monitor-period={cfg.node_monitor_period_seconds}s",
         f"--node-monitor-grace-period={cfg.node_monitor_grace_seconds}s",
         f"--pvclaimbinder-sync-period={cfg.pv_sync_seconds}s",
         *_profiling_flags(cfg),

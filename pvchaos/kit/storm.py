@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from chaos import components as chaos_components
@@ -42,6 +43,7 @@ MUTATING = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 READING = ("GET", "LIST")
 QUANTILES = (0.5, 0.9, 0.99)
 SCHEDULER = "kube-scheduler"
+WRITES_SHOWN = 8
 
 
 @dataclass
@@ -60,6 +62,7 @@ class StormResult:
     bound_by_kind: dict[str, float] = field(default_factory=dict)  # kind -> seconds until its last claim was Bound
     latency: dict[str, dict[str, float | None]] = field(default_factory=dict)  # class -> p50/p90/p99 seconds
     requests: dict[str, float] = field(default_factory=dict)  # class -> requests during the storm
+    writes: dict[str, float] = field(default_factory=dict)  # resource[/subresource] -> mutating requests
     peak_mib: float = 0.0
     peak_by_component: dict[str, float] = field(default_factory=dict)
     load: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -98,6 +101,9 @@ class StormResult:
         for cls, qs in self.latency.items():
             text = ", ".join(f"{k} {v * 1000:.0f} ms" if v is not None else f"{k} -" for k, v in qs.items())
             out.append(f"apiserver {cls} latency ({self.requests.get(cls, 0):.0f} requests): {text}")
+        if self.writes:
+            top = sorted(self.writes.items(), key=lambda kv: -kv[1])[:WRITES_SHOWN]
+            out.append("apiserver writes by resource: " + ", ".join(f"{k} {v:.0f}" for k, v in top))
         parts = ", ".join(f"{k} {v:.0f}" for k, v in sorted(self.peak_by_component.items(), key=lambda kv: -kv[1]))
         out.append(f"peak memory of the cluster's processes: {self.peak_mib:.0f} MiB ({parts})")
         out.append(f"load average: {self.load[0]:.2f} {self.load[1]:.2f} {self.load[2]:.2f} on {os.cpu_count()} cores")
@@ -204,6 +210,11 @@ def _nodes(ws: Workspace) -> list[NodeRef]:
     return [NodeRef(o.name(n), o.hostname(n), o.zone(n) or "") for n in ws.nodes()]
 
 
+def _writes(before: str, after: str) -> dict[str, float]:
+    d = judge.delta(judge.requests_by_resource(after, MUTATING), judge.requests_by_resource(before, MUTATING))
+    return {k: v for k, v in d.items() if v > 0}
+
+
 def _latency(before: str, after: str) -> tuple[dict[str, dict[str, float | None]], dict[str, float]]:
     out: dict[str, dict[str, float | None]] = {}
     counts: dict[str, float] = {}
@@ -248,17 +259,19 @@ def _delete_volumes(kube: Kube, local_class: str) -> None:
 
 
 def run_storm(ws: Workspace, shape: StormShape, chaos: bool = False, timeout: float = 300.0,
-              baseline: bool = True) -> StormResult:
+              baseline: bool = True, observe: Callable[[], AbstractContextManager[object]] = nullcontext) -> StormResult:
     """One storm in `ws`'s namespace; see the module's docstring. Never raises for what the
-    cluster got wrong: that is in `violations` (the caller asserts)."""
+    cluster got wrong: that is in `violations` (the caller asserts). `observe` wraps the
+    storm itself, from the first create to the last wait (e.g. CPU profiles)."""
     kube = connect(ws.cluster.kubeconfig, ws.cluster.context, pool_size=THREADS + 4)
     try:
-        return _run(ws, kube, shape, chaos, timeout, baseline)
+        return _run(ws, kube, shape, chaos, timeout, baseline, observe)
     finally:
         kube.api.close()
 
 
-def _run(ws: Workspace, kube: Kube, shape: StormShape, chaos: bool, timeout: float, baseline: bool) -> StormResult:
+def _run(ws: Workspace, kube: Kube, shape: StormShape, chaos: bool, timeout: float, baseline: bool,
+         observe: Callable[[], AbstractContextManager[object]]) -> StormResult:
     ns = ws.namespace
     with MemorySampler(ws.cluster.directory) as memory:
         objs = _setup(ws, kube, shape)
@@ -290,7 +303,7 @@ def _run(ws: Workspace, kube: Kube, shape: StormShape, chaos: bool, timeout: flo
         claims = Tracker(kube, "PersistentVolumeClaim", ns, objs.expected_claims, lambda c: o.phase(c) == "Bound",
                          "claims Bound")
         pods = Tracker(kube, "Pod", ns, objs.expected_pods, pod_done, "pods Running", role="volumes")
-        with ThreadPoolExecutor(max_workers=2) as waiters:
+        with observe(), ThreadPoolExecutor(max_workers=2) as waiters:
             t0 = time.monotonic()
             futures: list[Future[bool]] = [waiters.submit(claims.run, timeout), waiters.submit(pods.run, timeout)]
             if not chaos:
@@ -312,7 +325,9 @@ def _run(ws: Workspace, kube: Kube, shape: StormShape, chaos: bool, timeout: flo
         result.completed = all(done)
         result.bind_rate = len(claims.reached) / (claims.last() - t0) if claims.reached and claims.last() > t0 else 0.0
         result.bound_by_kind = _bound_by_kind(objs, ns, claims.reached, t0)
-        result.latency, result.requests = _latency(before, apiserver_metrics(kube))
+        after = apiserver_metrics(kube)
+        result.latency, result.requests = _latency(before, after)
+        result.writes = _writes(before, after)
     result.peak_mib, result.peak_by_component = memory.peak, memory.at_peak
     result.load = os.getloadavg()
     snap = snapshot.take(kube)
@@ -399,5 +414,5 @@ def with_scheduler_down(ws: Workspace, result: StormResult, during: Callable[[],
 def _settings(ws: Workspace) -> dict[str, str]:
     """The client settings of the storm's components, as the cluster records them."""
     d = ws.cluster.description
-    keep = ("qps", "burst", "lease", "grace")
+    keep = ("qps", "burst", "lease", "grace", "period")
     return {k: v for k, v in d.items() if any(w in k for w in keep)} or {"client qps/burst": "component defaults"}

@@ -18,7 +18,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from clusters.local.config import heartbeat_for
 from conformance.storm import Cost
 from kube import builders as b
 
@@ -214,7 +213,5 @@ def suite_shape(size: str, zones: tuple[str, ...], extra_claim_every: int = 4) -
 
 def cluster_marker_options(shape: StormShape) -> dict[str, object]:
     """The `cluster(...)` marker options of a cluster sized and tuned for this storm."""
-    lease, grace = heartbeat_for(shape.node_count)
     return {"zones": shape.zones, "nodes_per_zone": shape.nodes_per_zone,
-            "client_qps": STORM_QPS, "client_burst": STORM_BURST,
-            "node_lease_seconds": lease, "node_monitor_grace_seconds": grace}
+            "client_qps": STORM_QPS, "client_burst": STORM_BURST}

@@ -243,12 +243,15 @@ def test_provisioner_reschedule_mode_reaches_its_flag_and_typos_are_refused() ->
         LocalClusterConfig(name="c1", provisioner_reschedule="sometimes")
 
 
-def test_heartbeat_keeps_the_short_lease_while_renewals_stay_few() -> None:
-    from clusters.local.config import UPSTREAM_HEARTBEAT, heartbeat_for
-    assert heartbeat_for(6) == (4, 8)
-    assert heartbeat_for(100) == (4, 8)  # 100 Lease renewals a second: still ours
-    assert heartbeat_for(101) == UPSTREAM_HEARTBEAT == (40, 50)
-    assert heartbeat_for(1002) == (40, 50)
+def test_past_a_hundred_lease_renewals_a_second_a_cluster_runs_upstream_timings() -> None:
+    small = LocalClusterConfig(name="c1", topology=Topology(nodes_per_zone=33))  # 99 nodes: 99 renewals/s
+    big = LocalClusterConfig(name="c1", topology=Topology(nodes_per_zone=34))  # 102 nodes
+    assert flags.timings_for(small.topology.node_count) == {} and flags.sized(small) == small
+    sized = flags.sized(big)
+    assert (sized.node_lease_seconds, sized.node_monitor_grace_seconds) == (40, 50)
+    kcm = flags.controller_manager_args(sized, Path("/tmp/x"), 1)
+    assert "--node-monitor-period=5s" in kcm and "--pvclaimbinder-sync-period=15s" in kcm
+    assert "--node-lease-duration-seconds=40" in flags.kwok_args(sized, Path("/tmp/x"), "zone-a", Path("/s"))
 
 
 def test_profiling_opens_pprof_and_metrics_only_when_asked() -> None:
@@ -262,3 +265,13 @@ def test_profiling_opens_pprof_and_metrics_only_when_asked() -> None:
         assert "--profiling=true" in args
         assert any(a.startswith("--authorization-always-allow-paths=") and "/debug/pprof/*" in a for a in args)
     assert "--profiling=true" in apiserver_args(on, d, 1, 2)
+
+
+def test_the_pool_sizes_timings_to_the_request_and_a_request_still_overrides_them() -> None:
+    from clusters.options import Options
+    from clusters.pool import ClusterPool, ClusterRequest
+    pool = ClusterPool(Options())
+    assert pool._local_config(ClusterRequest()).node_lease_seconds == 4
+    big = pool._local_config(ClusterRequest(nodes_per_zone=40))  # 120 nodes
+    assert (big.node_lease_seconds, big.pv_sync_seconds, big.node_monitor_period_seconds) == (40, 15, 5)
+    assert pool._local_config(ClusterRequest(nodes_per_zone=40, node_monitor_grace_seconds=70)).node_monitor_grace_seconds == 70

@@ -219,8 +219,15 @@ def test_last_bound_per_kind_says_which_path_paces_the_storm() -> None:
     assert _bound_by_kind(objs, "ns", reached, 100.0) == {"immediate": 1.0, "local": 5.0, "sts": 9.0, "wffc": 1.0}
 
 
-def test_storm_clusters_take_upstream_heartbeat_past_a_hundred_nodes() -> None:
-    small = plan.cluster_marker_options(plan.StormShape(nodes=30, zones=("a", "b", "c"), pods=60))
-    big = plan.cluster_marker_options(plan.StormShape(nodes=1000, zones=("a", "b", "c"), pods=2000))
-    assert (small["node_lease_seconds"], small["node_monitor_grace_seconds"]) == (4, 8)
-    assert (big["node_lease_seconds"], big["node_monitor_grace_seconds"]) == (40, 50)
+def test_requests_by_resource_counts_only_the_given_verbs() -> None:
+    text = "\n".join([
+        '# TYPE apiserver_request_total counter',
+        'apiserver_request_total{code="201",resource="events",verb="POST",version="v1"} 7',
+        'apiserver_request_total{code="200",resource="events",verb="PATCH",version="v1"} 3',
+        'apiserver_request_total{code="200",resource="pods",subresource="status",verb="PATCH",version="v1"} 5',
+        'apiserver_request_total{code="200",resource="pods",verb="LIST",version="v1"} 100',
+        'apiserver_request_duration_seconds_bucket{resource="events",verb="POST",le="1"} 9',
+    ])
+    assert judge.requests_by_resource(text, ("POST", "PATCH")) == {"events": 10.0, "pods/status": 5.0}
+    before = {"events": 4.0}
+    assert judge.delta(judge.requests_by_resource(text, ("POST", "PATCH")), before) == {"events": 6.0, "pods/status": 5.0}
