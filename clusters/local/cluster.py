@@ -204,9 +204,11 @@ class LocalCluster:
         return self.handle()
 
     def _start(self, bins: Binaries) -> None:
-        """etcd first (it needs nothing of ours), keys while it starts; once the apiserver
-        is ready every other process starts at once and the API objects are created
-        while they boot, so the start costs about apiserver + controller-manager."""
+        """etcd first (it needs nothing of ours), keys while it starts. The apiserver serves
+        requests about 1.5 s before it is ready (its bootstrap hooks sleep a second before
+        their first try), so the processes that only need the API (scheduler, KWOK,
+        provisioner) start then, and the nodes are created meanwhile. The controller-manager
+        waits for readiness: it checks /healthz itself and would otherwise retry a second later."""
         assert self.state is not None
         d, ports = self.directory, self.state.ports
         self._spawn("etcd", [str(bins.etcd), *flags.etcd_args(d, ports["etcd"], ports["etcd-peer"])])
@@ -216,10 +218,9 @@ class LocalCluster:
         (d / "scheduler.yaml").write_text(flags.scheduler_config_yaml(self.cfg, d))
         self._spawn("kube-apiserver", [str(bins.kube_apiserver),
                                        *flags.apiserver_args(self.cfg, d, ports["etcd"], ports["apiserver"])])
-        self.await_healthy("kube-apiserver", f"https://127.0.0.1:{ports['apiserver']}/readyz", token)
+        api = f"https://127.0.0.1:{ports['apiserver']}"
+        self.await_healthy("kube-apiserver", f"{api}/api/v1/namespaces/kube-node-lease", token)  # serving
         self.kube = connect(d / "kubeconfig")
-        self._spawn("kube-controller-manager", [str(bins.kube_controller_manager),
-                                                *flags.controller_manager_args(self.cfg, d, ports["controller-manager"])])
         self._spawn("kube-scheduler", [str(bins.kube_scheduler), *flags.scheduler_args(self.cfg, d, ports["scheduler"])])
         for zone in self.cfg.topology.zones:
             self._spawn_kwok(zone)
@@ -229,6 +230,9 @@ class LocalCluster:
             storage = pool.submit(self._create_storage_objects)
             self._create_nodes()
             storage.result()
+        self.await_healthy("kube-apiserver", f"{api}/readyz", token)
+        self._spawn("kube-controller-manager", [str(bins.kube_controller_manager),
+                                                *flags.controller_manager_args(self.cfg, d, ports["controller-manager"])])
         self.await_healthy("kube-controller-manager", f"https://127.0.0.1:{ports['controller-manager']}/healthz")
         self.await_healthy("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
         self._await_nodes_ready()
