@@ -20,8 +20,11 @@ def growth_line(results: Sequence[StormResult]) -> str:
     k_time = fitted_exponent(pods, [r.storm_seconds for r in results])
     k_mem = fitted_exponent(nodes, [r.peak_mib for r in results])
     sizes = ", ".join(f"{r.nodes}/{r.pods}" for r in results)
+    unfinished = [f"{r.nodes}/{r.pods}" for r in results if not r.completed]
+    caveat = (f"; {', '.join(unfinished)} did not finish, so its time and the time exponent are lower bounds"
+              if unfinished else "")
     return (f"growth over nodes/pods {sizes}: storm time ~ pods^{k_time:.2f}, "
-            f"peak memory ~ nodes^{k_mem:.2f} (1.00 is linear)")
+            f"peak memory ~ nodes^{k_mem:.2f} (1.00 is linear){caveat}")
 
 
 def plot(results: Sequence[StormResult], path: Path, title: str = "") -> Path:
@@ -34,6 +37,11 @@ def plot(results: Sequence[StormResult], path: Path, title: str = "") -> Path:
     pods = [r.pods for r in results]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
     left.plot(pods, [r.pods_per_second for r in results], "o-", label="with volumes")
+    for r in results:
+        if not r.completed:  # its rate is an upper bound: the storm was cut off
+            left.plot([r.pods], [r.pods_per_second], "x", color="black", markersize=10)
+            left.annotate("not finished", (r.pods, r.pods_per_second), textcoords="offset points", xytext=(-30, 8),
+                          fontsize=8)
     bare = [(r.pods, r.bare_pods_per_second) for r in results if r.bare_pods_per_second]
     if bare:
         left.plot([p for p, _ in bare], [v for _, v in bare], "s--", label="without volumes")
