@@ -10,13 +10,12 @@ on the machine falls on both alike. Ours also starts the zonal provisioner; kwok
 none.
 
     .venv/bin/python -m bench.start_vs_kwokctl [--runs 5] [--zones 3 --nodes-per-zone 2]
-    .venv/bin/python -m bench.start_vs_kwokctl --only pvchaos --runs 1 --nodes-per-zone 334 \
-        --node-lease-seconds 40 --grace-seconds 50
+    .venv/bin/python -m bench.start_vs_kwokctl --only pvchaos --runs 1 --nodes-per-zone 334
 
 The second form is the scale check: a 1,002-node cluster, its start time, the number of
-KWOK processes and the total resident memory of every process. It needs upstream's
-lease (40 s) and grace (50 s): with our 4 s lease, 1,000 Leases to renew every second
-is more than three KWOK processes and the apiserver manage on 2 busy cores.
+KWOK processes and the total resident memory of every process. Past 100 nodes a cluster
+takes upstream's lease (40 s) and grace (50 s) by itself (`timings_for`): with our 4 s
+lease, 1,000 Leases to renew every second is more than the apiserver manages on 2 cores.
 """
 
 from __future__ import annotations
@@ -29,11 +28,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from bench.cluster_start import MIB
 from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig
+from clusters.local.config import LocalClusterConfig, sized
 from clusters.local.memory import status_kib
 from clusters.local.registry import ClusterState
 from clusters.topology import Topology
@@ -62,9 +62,15 @@ def memory(state: ClusterState) -> tuple[int, int]:
     return total, sum(1 for c in state.processes if c.startswith("kwok-"))
 
 
+def pvchaos_config(name: str, topo: Topology, version: str, lease: int, grace: int) -> LocalClusterConfig:
+    """Sized as the pool sizes clusters (upstream's timings past 100 nodes), then the flags given."""
+    cfg = sized(LocalClusterConfig(name=name, k8s_version=version, topology=topo))
+    return replace(cfg, node_lease_seconds=lease or cfg.node_lease_seconds,
+                   node_monitor_grace_seconds=grace or cfg.node_monitor_grace_seconds)
+
+
 def run_pvchaos(index: int, topo: Topology, bins: Binaries, version: str, lease: int, grace: int) -> float:
-    cfg = LocalClusterConfig(name=f"bench-p{index}", k8s_version=version, topology=topo,
-                             node_lease_seconds=lease, node_monitor_grace_seconds=grace)
+    cfg = pvchaos_config(f"bench-p{index}", topo, version, lease, grace)
     local = LocalCluster(cfg, binaries=bins)
     try:
         started = time.monotonic()
@@ -111,15 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes-per-zone", type=int, default=2)
     p.add_argument("--only", choices=("pvchaos", "kwokctl"))
     p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
-    p.add_argument("--node-lease-seconds", type=int, default=LocalClusterConfig.node_lease_seconds)
-    p.add_argument("--grace-seconds", type=int, default=LocalClusterConfig.node_monitor_grace_seconds)
+    p.add_argument("--node-lease-seconds", type=int, default=0, help="0: by size (timings_for)")
+    p.add_argument("--grace-seconds", type=int, default=0, help="0: by size (timings_for)")
     args = p.parse_args(argv)
     try:
         if args.runs < 1:
             raise ValueError("--runs must be at least 1")
         topo = Topology.parse(args.zones, args.nodes_per_zone)
-        LocalClusterConfig(name="check", topology=topo, node_lease_seconds=args.node_lease_seconds,
-                           node_monitor_grace_seconds=args.grace_seconds)  # bad input: one line, before anything runs
+        pvchaos_config("check", topo, args.k8s_version, args.node_lease_seconds,
+                       args.grace_seconds)  # bad input: one line, before anything runs
         bins = ensure_binaries(args.k8s_version)  # untimed
         kwokctl = None if args.only == "pvchaos" else build_kwokctl()
     except (ValueError, BuildError) as exc:

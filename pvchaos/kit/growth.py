@@ -6,6 +6,7 @@ is linear growth; the time line uses pods, the memory line nodes (KWOK's cost is
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def plot(results: Sequence[StormResult], path: Path, title: str = "") -> Path:
     right.set_ylabel("peak memory of cluster processes (MiB)")
     right.set_ylim(bottom=0)
     right.grid(alpha=0.3)
-    fig.suptitle(title or growth_line(results), fontsize=9)
+    fig.suptitle(textwrap.fill(title or growth_line(results), 120), fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
