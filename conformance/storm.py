@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,22 +116,26 @@ _SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
+def _samples(text: str, name: str) -> Iterator[tuple[dict[str, str], float]]:
+    """(labels, value) of every sample of metric `name` in Prometheus text."""
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m and m["name"] == name:
+            yield dict(_LABEL.findall(m["labels"] or "")), float(m["value"])
+
+
 def histogram(text: str, name: str = "apiserver_request_duration_seconds",
               verbs: Collection[str] | None = None) -> dict[float, float]:
     """Cumulative bucket counts {le: count} of a Prometheus histogram, summed over every
     label set except `le`; long-running verbs (WATCH, CONNECT) are left out, and `verbs`
     narrows further."""
     buckets: dict[float, float] = {}
-    for line in text.splitlines():
-        m = _SAMPLE.match(line)
-        if not m or m["name"] != f"{name}_bucket":
-            continue
-        labels = dict(_LABEL.findall(m["labels"] or ""))
+    for labels, value in _samples(text, f"{name}_bucket"):
         verb = labels.get("verb", "")
         if verb in LONG_RUNNING_VERBS or (verbs is not None and verb not in verbs):
             continue
         le = math.inf if labels.get("le") in ("+Inf", "Inf") else float(labels.get("le", "nan"))
-        buckets[le] = buckets.get(le, 0.0) + float(m["value"])
+        buckets[le] = buckets.get(le, 0.0) + value
     return buckets
 
 
@@ -139,15 +143,10 @@ def requests_by_resource(text: str, verbs: Collection[str], name: str = "apiserv
     """Requests per `resource[/subresource]` of a counter, for the given verbs: where a
     storm's writes go (events, leases, status updates...)."""
     out: dict[str, float] = {}
-    for line in text.splitlines():
-        m = _SAMPLE.match(line)
-        if not m or m["name"] != name:
-            continue
-        labels = dict(_LABEL.findall(m["labels"] or ""))
-        if labels.get("verb", "") not in verbs:
-            continue
-        what = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
-        out[what] = out.get(what, 0.0) + float(m["value"])
+    for labels, value in _samples(text, name):
+        if labels.get("verb", "") in verbs:
+            what = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+            out[what] = out.get(what, 0.0) + value
     return out
 
 

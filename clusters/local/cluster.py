@@ -72,6 +72,9 @@ LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
 START_TIMEOUT = 90.0
 
 
+# The key in ClusterState.ports of each control-plane component's secure port.
+COMPONENT_PORT = {"kube-apiserver": "apiserver", "kube-controller-manager": "controller-manager",
+                  "kube-scheduler": "scheduler"}
 PORT_RANGE = (20000, 32000)  # below Linux's ephemeral range, so outgoing connections never take them
 
 
@@ -119,6 +122,11 @@ def _write_pki(d: Path) -> str:
     for f in pki.iterdir():
         f.chmod(0o600)
     return token
+
+
+def admin_token(directory: Path) -> str:
+    """The static admin token `_write_pki` wrote for the cluster in `directory`."""
+    return (directory / "pki" / "tokens.csv").read_text().split(",", 1)[0]
 
 
 def _kubeconfig_text(name: str, port: int, token: str) -> str:

@@ -235,7 +235,7 @@ def _profiling_flags(cfg: LocalClusterConfig) -> list[str]:
 
 def etcd_args(d: Path, client_port: int, peer_port: int) -> list[str]:
     """A single-member etcd without fsync: test data, speed over durability. A lone member
-    still waits one election timeout before it leads (1 s by default, the bulk of a cluster's
+    still waits one election timeout before it leads (1 s by default, a quarter of a cluster's
     start); with no peer to lose, 100 ms is as safe."""
     return [
         "--name=pvchaos",

@@ -16,13 +16,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import yaml
-
+from clusters.local.cluster import COMPONENT_PORT, admin_token
 from clusters.local.loopback_http import get_bytes
 from clusters.local.registry import ClusterState
-
-PORT_OF = {"kube-apiserver": "apiserver", "kube-controller-manager": "controller-manager",
-           "kube-scheduler": "scheduler"}
 
 
 class CpuProfiles:
@@ -32,10 +28,9 @@ class CpuProfiles:
         self.out, self.seconds = out, seconds
         state = ClusterState.load(cluster_dir)
         self.urls = {c: f"https://127.0.0.1:{state.ports[p]}/debug/pprof/profile?seconds={seconds}"
-                     for c, p in PORT_OF.items()}
-        users = yaml.safe_load((cluster_dir / "kubeconfig").read_text())["users"]
-        self.token = users[0]["user"]["token"]
-        self.files: dict[str, list[Path]] = {c: [] for c in PORT_OF}
+                     for c, p in COMPONENT_PORT.items()}
+        self.token = admin_token(cluster_dir)
+        self.files: dict[str, list[Path]] = {c: [] for c in COMPONENT_PORT}
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cpu-profiles", daemon=True)
@@ -52,9 +47,9 @@ class CpuProfiles:
 
     def _run(self) -> None:
         index = 0
-        with ThreadPoolExecutor(max_workers=len(PORT_OF)) as pool:
+        with ThreadPoolExecutor(max_workers=len(COMPONENT_PORT)) as pool:
             while not self._stop.is_set() and len(self.errors) < 3:
-                list(pool.map(lambda c: self._one(c, index), PORT_OF))
+                list(pool.map(lambda c: self._one(c, index), COMPONENT_PORT))
                 index += 1
 
     def __enter__(self) -> CpuProfiles:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from clusters.backend import ClusterError
-from clusters.local.cluster import LocalCluster
+from clusters.local.cluster import COMPONENT_PORT, LocalCluster, admin_token
 from clusters.local.loopback_http import get as get_url
 from clusters.local.upgrade_plan import (
     CONTROL_PLANE_ORDER,
@@ -34,7 +34,6 @@ from tools.build import Binaries
 from tools.gates import known_gates
 
 HEALTH_PATH = {"kube-apiserver": "/readyz", "kube-controller-manager": "/healthz", "kube-scheduler": "/healthz"}
-PORT = {"kube-apiserver": "apiserver", "kube-controller-manager": "controller-manager", "kube-scheduler": "scheduler"}
 
 
 @dataclass(frozen=True)
@@ -103,19 +102,16 @@ def _restart_with(local: LocalCluster, component: str, binaries: Binaries, plan:
     return Window(component, seconds, detail)
 
 
-def _token(local: LocalCluster) -> str:
-    return (local.directory / "pki" / "tokens.csv").read_text().split(",", 1)[0]
-
-
 def _await_healthy(local: LocalCluster, component: str) -> None:
     assert local.state is not None
-    url = f"https://127.0.0.1:{local.state.ports[PORT[component]]}{HEALTH_PATH[component]}"
-    local.await_healthy(component, url, _token(local) if component == "kube-apiserver" else None, after="its upgrade")
+    url = f"https://127.0.0.1:{local.state.ports[COMPONENT_PORT[component]]}{HEALTH_PATH[component]}"
+    token = admin_token(local.directory) if component == "kube-apiserver" else None
+    local.await_healthy(component, url, token, after="its upgrade")
 
 
 def _served_version(local: LocalCluster) -> str:
     assert local.state is not None
-    status, body = get_url(f"https://127.0.0.1:{local.state.ports['apiserver']}/version", _token(local))
+    status, body = get_url(f"https://127.0.0.1:{local.state.ports['apiserver']}/version", admin_token(local.directory))
     return str(json.loads(body).get("gitVersion")) if status == 200 else f"(HTTP {status})"
 
 
