@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         results = [one_run(i, args.k8s_version) for i in range(1, args.runs + 1)]
     times = [s for s, _ in results]
     median, peak = statistics.median(times), max(b for _, b in results)
-    print(f"cluster start: median {median:.1f} s over {len(times)} runs (min {min(times):.1f}, max {max(times):.1f}); "
+    print(f"cluster start: median {median:.2f} s over {len(times)} runs (min {min(times):.2f}, max {max(times):.2f}); "
           f"peak memory {peak / MIB:.0f} MiB (target <= {TARGET_SECONDS:.0f} s, < {TARGET_BYTES / 2**30:.1f} GiB)")
     return 0 if median <= TARGET_SECONDS and peak < TARGET_BYTES else 1
 

@@ -339,7 +339,7 @@ class LocalCluster:
         timeout = START_TIMEOUT + 0.1 * len(want)  # a 1,000-node cluster takes longer to report
         what = f"nodes {sorted(want)} Ready" if len(want) <= 10 else f"{len(want)} nodes Ready"
         try:
-            poll_until(all_ready, timeout, what, interval=0.1 if len(want) <= 100 else 1.0, abort=self._abort_reason)
+            poll_until(all_ready, timeout, what, interval=0.05 if len(want) <= 100 else 1.0, abort=self._abort_reason)
         except PollTimeout as exc:
             if exc.aborted:
                 raise ClusterError(f"{exc} (logs: {self.directory / 'logs'})") from None

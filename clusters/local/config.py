@@ -189,6 +189,7 @@ def controller_manager_args(cfg: LocalClusterConfig, d: Path, port: int) -> list
         f"--node-monitor-period={cfg.node_monitor_period_seconds}s",
         f"--node-monitor-grace-period={cfg.node_monitor_grace_seconds}s",
         f"--pvclaimbinder-sync-period={cfg.pv_sync_seconds}s",
+        *_serving_cert_flags(d),
         *_profiling_flags(cfg),
         f"--kube-api-qps={cfg.client_qps or KCM_CLIENT[0]}",
         f"--kube-api-burst={cfg.client_burst or KCM_CLIENT[1]}",
@@ -220,9 +221,17 @@ def scheduler_args(cfg: LocalClusterConfig, d: Path, port: int) -> list[str]:
         f"--config={d / 'scheduler.yaml'}",
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
+        *_serving_cert_flags(d),
         *_profiling_flags(cfg),
         *gates_flag(cfg.effective_gates()),
     ]
+
+
+def _serving_cert_flags(d: Path) -> list[str]:
+    """The apiserver's P-256 certificate (loopback names) for the controller-manager's and
+    the scheduler's own ports: without one each makes an RSA-2048 key at start, 0.2 s of
+    the controller-manager's critical path to the nodes' readiness."""
+    return [f"--tls-cert-file={d / 'pki' / 'apiserver.crt'}", f"--tls-private-key-file={d / 'pki' / 'apiserver.key'}"]
 
 
 def _profiling_flags(cfg: LocalClusterConfig) -> list[str]:

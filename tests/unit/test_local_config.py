@@ -267,6 +267,15 @@ def test_profiling_opens_pprof_and_metrics_only_when_asked() -> None:
     assert "--profiling=true" in apiserver_args(on, d, 1, 2)
 
 
+def test_controller_manager_and_scheduler_serve_with_the_clusters_certificate() -> None:
+    """Without a certificate each would make an RSA key at start (0.2 s before nodes are Ready)."""
+    cfg = LocalClusterConfig(name="c1")
+    for component in ("kube-controller-manager", "kube-scheduler"):
+        args = all_component_args(cfg)[component]
+        assert f"--tls-cert-file={D / 'pki' / 'apiserver.crt'}" in args, component
+        assert f"--tls-private-key-file={D / 'pki' / 'apiserver.key'}" in args, component
+
+
 def test_the_pool_sizes_timings_to_the_request_and_a_request_still_overrides_them() -> None:
     from clusters.options import Options
     from clusters.pool import ClusterPool, ClusterRequest
