@@ -60,7 +60,8 @@ def shapes(args: argparse.Namespace) -> list[StormShape]:
 def one_storm(shape: StormShape, args: argparse.Namespace, index: int) -> StormResult:
     cfg = LocalClusterConfig(name=f"storm-{index}", k8s_version=args.k8s_version,
                              topology=Topology(zones=shape.zones, nodes_per_zone=shape.nodes_per_zone),
-                             client_qps=args.qps, client_burst=args.burst, profiling=args.profile is not None)
+                             client_qps=args.qps, client_burst=args.burst, profiling=args.profile is not None,
+                             nodes_to_score_percent=args.nodes_to_score)
     cfg = sized(cfg)  # past 100 nodes: upstream's lease, grace, monitor period and PV resync
     local = LocalCluster(cfg, binaries=ensure_binaries(args.k8s_version))
     profiles: CpuProfiles | None = None
@@ -99,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--png", type=Path, help="with --curve: write the growth plot here")
     p.add_argument("--qps", type=int, default=STORM_QPS)
     p.add_argument("--burst", type=int, default=STORM_BURST)
+    p.add_argument("--nodes-to-score", type=int, default=0, metavar="PERCENT",
+                   help="the scheduler's percentageOfNodesToScore (0: its adaptive default)")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--profile", type=Path, metavar="DIR",
                    help="CPU profiles of apiserver, controller-manager and scheduler during the storm, into DIR")

@@ -376,6 +376,7 @@ class LocalCluster:
                 "pvclaimbinder-sync-period": f"{self.cfg.pv_sync_seconds}s",
                 "provisioner reschedule": self.cfg.provisioner_reschedule if self.cfg.provisioner else "none",
                 "kcm and scheduler client qps/burst": f"{self.cfg.client_qps or 'default'}/{self.cfg.client_burst or 'default'}",
+                "scheduler percentageOfNodesToScore": f"{self.cfg.nodes_to_score_percent or 'default (adaptive)'}",
             },
         )
 

@@ -74,6 +74,11 @@ class LocalClusterConfig:
     # ClusterLoader2 set-ups do.
     client_qps: int = 0
     client_burst: int = 0
+    # The scheduler's percentageOfNodesToScore: 0 keeps its adaptive default (42% of 1,000
+    # nodes, 50% of small clusters). Large clusters lower it (upstream's "Scheduler
+    # Performance Tuning"): the scheduler stops filtering once it has found that share of
+    # feasible nodes, which bounds the per-node VolumeBinding work a storm multiplies.
+    nodes_to_score_percent: int = 0
     # Go CPU/heap profiles at /debug/pprof of kube-apiserver (admin token), the
     # controller-manager and the scheduler (loopback only, no credentials; /metrics too):
     # how a storm's bottleneck is found (bench.storm --profile).
@@ -91,6 +96,8 @@ class LocalClusterConfig:
                 )
         if self.provisioner_reschedule not in RESCHEDULE_MODES:
             raise ValueError(f"provisioner_reschedule {self.provisioner_reschedule!r}: use one of {', '.join(RESCHEDULE_MODES)}")
+        if not 0 <= self.nodes_to_score_percent <= 100:
+            raise ValueError(f"nodes_to_score_percent {self.nodes_to_score_percent}: use 0 (the scheduler's default) to 100")
         if self.client_qps < 0 or self.client_burst < 0:
             raise ValueError(f"client_qps {self.client_qps}, client_burst {self.client_burst}: use 0 (default) or more")
         if self.topology.node_count > MAX_NODES:
@@ -209,6 +216,7 @@ def scheduler_config_yaml(cfg: LocalClusterConfig, d: Path) -> str:
         *([f"  burst: {cfg.client_burst}"] if cfg.client_burst else []),
         "leaderElection:",
         "  leaderElect: false",
+        *([f"percentageOfNodesToScore: {cfg.nodes_to_score_percent}"] if cfg.nodes_to_score_percent else []),
     ]
     if cfg.disabled_scheduler_plugins:
         lines += ["profiles:", "- schedulerName: default-scheduler", "  plugins:", "    multiPoint:", "      disabled:"]

@@ -414,5 +414,5 @@ def with_scheduler_down(ws: Workspace, result: StormResult, during: Callable[[],
 def _settings(ws: Workspace) -> dict[str, str]:
     """The client settings of the storm's components, as the cluster records them."""
     d = ws.cluster.description
-    keep = ("qps", "burst", "lease", "grace", "period")
+    keep = ("qps", "burst", "lease", "grace", "period", "NodesToScore")
     return {k: v for k, v in d.items() if any(w in k for w in keep)} or {"client qps/burst": "component defaults"}

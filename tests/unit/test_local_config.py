@@ -91,6 +91,15 @@ def test_disabled_scheduler_plugins_leave_every_extension_point() -> None:
     assert "profiles" not in plain
 
 
+def test_nodes_to_score_is_the_schedulers_only_when_asked() -> None:
+    tuned = LocalClusterConfig(name="c1", nodes_to_score_percent=10, disabled_scheduler_plugins=("VolumeZone",))
+    doc = yaml.safe_load(flags.scheduler_config_yaml(tuned, D))
+    assert doc["percentageOfNodesToScore"] == 10 and doc["profiles"]
+    assert "percentageOfNodesToScore" not in yaml.safe_load(flags.scheduler_config_yaml(LocalClusterConfig(name="c1"), D))
+    with pytest.raises(ValueError, match="nodes_to_score_percent 101"):
+        LocalClusterConfig(name="c1", nodes_to_score_percent=101)
+
+
 def test_scheduler_reads_its_config_file() -> None:
     args = flags.scheduler_args(LocalClusterConfig(name="c1"), D, 10259)
     assert f"--config={D / 'scheduler.yaml'}" in args and "--secure-port=10259" in args
