@@ -32,7 +32,7 @@ from kube.cleanup import Cleanup
 from kube.client import connect
 from pvchaos.kit.growth import growth_line, plot
 from pvchaos.kit.storm import StormResult, run_storm
-from pvchaos.kit.storm_plan import STORM_BURST, STORM_QPS, StormShape, memory_refusal, parse_size, zone_names
+from pvchaos.kit.storm_plan import STORM_BURST, STORM_NODES_TO_SCORE, STORM_QPS, StormShape, memory_refusal, parse_size, zone_names
 from pvchaos.kit.workspace import Workspace
 from pvchaos.runner import available_memory_mib
 from tools.build import ensure_binaries
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--png", type=Path, help="with --curve: write the growth plot here")
     p.add_argument("--qps", type=int, default=STORM_QPS)
     p.add_argument("--burst", type=int, default=STORM_BURST)
-    p.add_argument("--nodes-to-score", type=int, default=0, metavar="PERCENT",
+    p.add_argument("--nodes-to-score", type=int, default=STORM_NODES_TO_SCORE, metavar="PERCENT",
                    help="the scheduler's percentageOfNodesToScore (0: its adaptive default)")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--profile", type=Path, metavar="DIR",

@@ -56,6 +56,7 @@ class ClusterRequest:
     node_monitor_grace_seconds: int | None = None
     client_qps: int = 0  # kcm and scheduler client QPS/burst (LocalClusterConfig); 0: defaults
     client_burst: int = 0
+    nodes_to_score_percent: int = 0  # the scheduler's percentageOfNodesToScore; 0: its default
 
     @classmethod
     def from_marker(cls, kwargs: dict[str, Any]) -> ClusterRequest:
@@ -105,6 +106,7 @@ class ClusterPool:
             provisioner=request.provisioner,
             extra_kcm_flags=request.extra_kcm_flags,
             client_qps=request.client_qps, client_burst=request.client_burst,
+            nodes_to_score_percent=request.nodes_to_score_percent,
         )
         cfg = sized(cfg)
         if request.node_monitor_grace_seconds:

@@ -5,7 +5,8 @@ StatefulSets), measured and judged from one snapshot at the end (conformance.sto
 Marked `scale`: deselected unless `--scale` (`pvchaos run --scale --suites scale`);
 `--scale-size NODESxPODS` sizes the storms (default 60x120 so it fits CI; bench/storm.py
 runs the issue's 1000x2000). Each test gets a fresh cluster of that size with the
-controller-manager's and scheduler's client QPS/burst raised (storm_plan.STORM_QPS).
+controller-manager's and scheduler's client QPS/burst raised (storm_plan.STORM_QPS) and the
+scheduler's percentageOfNodesToScore lowered (storm_plan.STORM_NODES_TO_SCORE).
 """
 
 from __future__ import annotations

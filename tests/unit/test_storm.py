@@ -180,6 +180,16 @@ def test_client_qps_and_burst_reach_both_components() -> None:
     assert "qps" not in scheduler_config_yaml(plain, Path("/d"))
 
 
+def test_the_suites_storm_cluster_carries_the_storm_scheduler_settings() -> None:
+    from clusters.options import Options as PoolOptions
+    from clusters.pool import ClusterPool, ClusterRequest
+    from pvchaos.kit.storm_plan import STORM_NODES_TO_SCORE, cluster_marker_options, suite_shape
+    request = ClusterRequest.from_marker(cluster_marker_options(suite_shape("300x600", ("zone-a", "zone-b", "zone-c"))))
+    cfg = ClusterPool(PoolOptions())._local_config(request)
+    assert (cfg.client_qps, cfg.nodes_to_score_percent) == (300, STORM_NODES_TO_SCORE)
+    assert cfg.topology.node_count == 300
+
+
 def test_scale_input_is_checked_before_anything_starts(tmp_path: Path) -> None:
     assert scale_problem(Options(scale=True, scale_size="60x120"), 1e9) is None
     assert "NODESxPODS" in (scale_problem(Options(scale=True, scale_size="lots"), 1e9) or "")
