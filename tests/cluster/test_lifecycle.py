@@ -390,14 +390,17 @@ def test_scheduler_restart_stops_and_resumes_scheduling(faulty: Running) -> None
 # ---- teardown after failures and signals -----------------------------------------------------
 
 PROBE_TEST = '''
+import faulthandler
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
 
 def test_probe(cluster):
     """Report the cluster's processes (and which run, seen while the fixture holds them)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # Probe.stacks(): where a hang is
     state = json.loads((cluster.directory / "state.json").read_text())
     marker = str(cluster.directory).encode()
     alive = []
@@ -427,6 +430,13 @@ class Probe:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-3000:]
+
+    def stacks(self) -> str:
+        """Every thread's stack of a pytest that does not exit (the probe test registered
+        faulthandler on SIGUSR1), with the rest of its output."""
+        self.proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        return self.log.read_text(errors="replace")[-12000:]
 
     def wait_for_cluster(self) -> tuple[Path, dict[str, int]]:
         """Process readiness (a file the test writes while it holds the cluster): polled."""
@@ -472,7 +482,10 @@ def test_cluster_fixture_tears_down_after_failure_or_signal(how: str, tmp_path: 
         directory, pids = p.wait_for_cluster()
         if how != "assertion":
             p.proc.send_signal(getattr(signal, how))
-        code = p.proc.wait(timeout=90)
+        try:
+            code = p.proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"pytest did not exit within 90 s of {how}; its threads and output:\n{p.stacks()}")
         want = 1 if how == "assertion" else 2  # pytest: tests failed / interrupted
         assert code == want, f"pytest exited {code}, want {want}:\n{p.output()}"
     assert_nothing_left(directory, pids)
