@@ -400,7 +400,10 @@ from pathlib import Path
 
 def test_probe(cluster):
     """Report the cluster's processes (and which run, seen while the fixture holds them)."""
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # Probe.stacks(): where a hang is
+    # Probe.stacks(): where a hang is. A file of its own: pytest captures fd 2 during the test.
+    global STACKS
+    STACKS = open(os.environ["PROBE_OUT"] + ".stacks", "w")
+    faulthandler.register(signal.SIGUSR1, file=STACKS, all_threads=True)
     state = json.loads((cluster.directory / "state.json").read_text())
     marker = str(cluster.directory).encode()
     alive = []
@@ -436,7 +439,8 @@ class Probe:
         faulthandler on SIGUSR1), with the rest of its output."""
         self.proc.send_signal(signal.SIGUSR1)
         time.sleep(1)
-        return self.log.read_text(errors="replace")[-12000:]
+        stacks = Path(f"{self.out}.stacks")
+        return (stacks.read_text(errors="replace") if stacks.exists() else "(no stacks written)") + "\n" + self.output()
 
     def wait_for_cluster(self) -> tuple[Path, dict[str, int]]:
         """Process readiness (a file the test writes while it holds the cluster): polled."""
@@ -455,6 +459,14 @@ class Probe:
         return directory, pids
 
 
+def _as_from_a_terminal() -> None:
+    """SIGINT at its default, as for a command typed in a terminal. A CI job or `cmd &`
+    in a script may run these tests with SIGINT ignored; the pytest under test would
+    inherit that, Python would then raise no KeyboardInterrupt, and the SIGINT case
+    would wait out its 90 s (seen in fresh-clone CI launched in the background)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def probe(tmp_path: Path, state_dir: Path, mode: str) -> Iterator[Probe]:
     # no conftest: the plugin loads through its entry point, as in any user's project
@@ -466,7 +478,7 @@ def probe(tmp_path: Path, state_dir: Path, mode: str) -> Iterator[Probe]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", str(tmp_path / "test_probe.py"), "-p", "no:cacheprovider",
              "--rootdir", str(tmp_path), "-q", "--zones", "1", "--nodes-per-zone", "1"],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal)
     try:
         yield Probe(proc, tmp_path / "state-copy.json", log, state_dir)
     finally:
