@@ -41,8 +41,9 @@ from tools.versions import DEFAULT_K8S_VERSION
 TARGET = (1000, 2000, 120.0)  # nodes, pods, seconds: the issue's done-when
 
 
-def shapes(args: argparse.Namespace) -> list[StormShape]:
-    """The storms asked for, checked (ValueError: one line)."""
+def storms(args: argparse.Namespace) -> list[tuple[StormShape, LocalClusterConfig]]:
+    """The storms asked for and the cluster of each, checked before anything starts
+    (ValueError: one line)."""
     zones = zone_names(args.zones)
     sizes = [parse_size(s) for s in args.curve.split(",")] if args.curve else [(args.nodes, args.pods)]
     try:
@@ -54,15 +55,18 @@ def shapes(args: argparse.Namespace) -> list[StormShape]:
     for shape in out:
         if (why := memory_refusal(shape, available_memory_mib())) is not None:
             raise ValueError(why)
-    return out
+    return [(shape, _cluster_config(shape, args, i)) for i, shape in enumerate(out)]
 
 
-def one_storm(shape: StormShape, args: argparse.Namespace, index: int) -> StormResult:
+def _cluster_config(shape: StormShape, args: argparse.Namespace, index: int) -> LocalClusterConfig:
     cfg = LocalClusterConfig(name=f"storm-{index}", k8s_version=args.k8s_version,
                              topology=Topology(zones=shape.zones, nodes_per_zone=shape.nodes_per_zone),
                              client_qps=args.qps, client_burst=args.burst, profiling=args.profile is not None,
                              nodes_to_score_percent=args.nodes_to_score)
-    cfg = sized(cfg)  # past 100 nodes: upstream's lease, grace, monitor period and PV resync
+    return sized(cfg)  # past 100 nodes: upstream's lease, grace, monitor period and PV resync
+
+
+def one_storm(shape: StormShape, cfg: LocalClusterConfig, args: argparse.Namespace, index: int) -> StormResult:
     local = LocalCluster(cfg, binaries=ensure_binaries(args.k8s_version))
     profiles: CpuProfiles | None = None
     try:
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
     args = p.parse_args(argv)
     try:
-        todo = shapes(args)
+        todo = storms(args)
     except ValueError as exc:
         print(f"bench.storm: {exc}", file=sys.stderr)
         return 2
@@ -118,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pvchaos-storm-") as state_dir:
         os.environ["PVCHAOS_STATE_DIR"] = state_dir  # our clusters only, never anyone else's
         try:
-            for i, shape in enumerate(todo):
-                results.append(one_storm(shape, args, i))
+            for i, (shape, cfg) in enumerate(todo):
+                results.append(one_storm(shape, cfg, args, i))
         except ClusterError as exc:
             print(f"bench.storm: {exc}", file=sys.stderr)
             return 2

@@ -203,7 +203,8 @@ def test_scale_input_is_checked_before_anything_starts(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("argv", [["--nodes", "0"], ["--zones", "5", "--nodes", "3"], ["--curve", "10x20,bad"],
-                                  ["--nodes", "100000", "--pods", "10"]])
+                                  ["--nodes", "100000", "--pods", "10"], ["--nodes-to-score", "101"],
+                                  ["--qps", "-1"]])
 def test_bench_refuses_bad_input_in_one_line_and_starts_nothing(argv: list[str], tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
