@@ -165,8 +165,7 @@ def apiserver_args(cfg: LocalClusterConfig, d: Path, etcd_port: int, port: int) 
         "--advertise-address=127.0.0.1",
         f"--secure-port={port}",
         f"--cert-dir={d / 'pki'}",
-        f"--tls-cert-file={d / 'pki' / 'apiserver.crt'}",
-        f"--tls-private-key-file={d / 'pki' / 'apiserver.key'}",
+        *_serving_cert_flags(d),
         f"--token-auth-file={d / 'pki' / 'tokens.csv'}",
         "--authorization-mode=RBAC",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -236,9 +235,9 @@ def scheduler_args(cfg: LocalClusterConfig, d: Path, port: int) -> list[str]:
 
 
 def _serving_cert_flags(d: Path) -> list[str]:
-    """The apiserver's P-256 certificate (loopback names) for the controller-manager's and
-    the scheduler's own ports: without one each makes an RSA-2048 key at start, 0.2 s of
-    the controller-manager's critical path to the nodes' readiness."""
+    """The cluster's P-256 serving certificate (loopback names), for the apiserver, the
+    controller-manager and the scheduler alike: without one each makes an RSA-2048 key at
+    start, 0.2 s of the controller-manager's critical path to the nodes' readiness."""
     return [f"--tls-cert-file={d / 'pki' / 'apiserver.crt'}", f"--tls-private-key-file={d / 'pki' / 'apiserver.key'}"]
 
 
