@@ -20,13 +20,13 @@ import sys
 import tempfile
 import time
 
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig
-from clusters.local.memory import status_kib
-from clusters.local.registry import ClusterState
-from clusters.topology import Topology
-from tools.build import ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig
+from pvchaos.clusters.local.memory import status_kib
+from pvchaos.clusters.local.registry import ClusterState
+from pvchaos.clusters.topology import Topology
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 TARGET_SECONDS = 6.0
 TARGET_BYTES = 1.5 * 2**30

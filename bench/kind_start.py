@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 
 from bench.cluster_start import one_run as local_run
-from clusters.kind import KindBackend, kind_containers
-from clusters.topology import Topology
-from tools.build import cache_root, ensure_binaries
-from tools.docker_engine import Engine, docker, ensure_engine, stop_engine
-from tools.nodeimage.build import build_node_image, ensure_kind
-from tools.nodeimage.recipe import Recipe
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.clusters.kind import KindBackend, kind_containers
+from pvchaos.clusters.topology import Topology
+from pvchaos.tools.build import cache_root, ensure_binaries
+from pvchaos.tools.docker_engine import Engine, docker, ensure_engine, stop_engine
+from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
+from pvchaos.tools.nodeimage.recipe import Recipe
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 MIB = 2**20
 

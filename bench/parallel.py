@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pvchaos.runner import REPO_ROOT, RunRequest, UsageError, pytest_argv, validate
-from tools.build import ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 TARGET_SPEEDUP = 1.6
 DEFAULT_WORKERS = "1,2"
@@ -40,7 +40,7 @@ FAILURE_LINES = 12  # of each failure's text, printed under its run
 RANK = {"passed": 0, "skipped": 1, "failed": 2}  # a test reported twice keeps its worst verdict
 # What a run imports: if any of it changes between the runs (others editing the checkout),
 # differing verdicts may come from the edit, not from parallelism; the bench says so.
-CODE = ("conftest.py", "pyproject.toml", "pvchaos", "suites", "conformance", "chaos", "clusters", "tools")
+CODE = ("conftest.py", "pyproject.toml", "pvchaos", "suites")
 
 
 def code_fingerprint() -> dict[str, str]:

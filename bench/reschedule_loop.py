@@ -15,10 +15,10 @@ informer event unsticks it, which is what a stale copy in the provisioner's clai
 store predicts. A claim Pending for another reason (the scheduler still trying, see
 "reschedules") counts as **unresolved**, not stuck.
 
-Modes (`-reschedule` of tools/provisioner): `library` is sig-storage-lib-external-
+Modes (`-reschedule` of pvchaos/tools/provisioner): `library` is sig-storage-lib-external-
 provisioner v13.1.0's own rescheduleProvisioning, which writes its older copy of the
 claim into the informer store after removing the annotation; `guarded` is ours
-(tools/provisioner/reschedule.go). Each mode gets its own fresh cluster.
+(pvchaos/tools/provisioner/reschedule.go). Each mode gets its own fresh cluster.
 
     .venv/bin/python -m bench.reschedule_loop [--iterations 50] [--parallel 5] [--modes library,guarded]
 
@@ -38,16 +38,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import RESCHEDULE_MODES, LocalClusterConfig, parse_feature_gates
-from kube import builders as b
-from kube import kinds, naming
-from kube import objects as o
-from kube.client import Kube, connect
-from kube.errors import ConditionNotReached
-from kube.wait import wait_for, wait_for_state
-from tools.build import ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import RESCHEDULE_MODES, LocalClusterConfig, parse_feature_gates
+from pvchaos.kube import builders as b
+from pvchaos.kube import kinds, naming
+from pvchaos.kube import objects as o
+from pvchaos.kube.client import Kube, connect
+from pvchaos.kube.errors import ConditionNotReached
+from pvchaos.kube.wait import wait_for, wait_for_state
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
 REASON = "bench: no space on the first node"

@@ -19,11 +19,11 @@ import sys
 import tempfile
 import time
 
-from clusters.backend import ClusterError
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig
-from tools.build import ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 
 def main(argv: list[str] | None = None) -> int:

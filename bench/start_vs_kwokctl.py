@@ -32,17 +32,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.cluster_start import MIB
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig, sized
-from clusters.local.memory import status_kib
-from clusters.local.registry import ClusterState
-from clusters.topology import Topology
-from kube import kinds
-from kube import objects as o
-from kube.client import Kube, connect
-from kube.poll import poll_until
-from tools.build import Binaries, BuildError, build_kwokctl, ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig, sized
+from pvchaos.clusters.local.memory import status_kib
+from pvchaos.clusters.local.registry import ClusterState
+from pvchaos.clusters.topology import Topology
+from pvchaos.kube import kinds
+from pvchaos.kube import objects as o
+from pvchaos.kube.client import Kube, connect
+from pvchaos.kube.poll import poll_until
+from pvchaos.tools.build import Binaries, BuildError, build_kwokctl, ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 TARGET_SECONDS = 3.0
 

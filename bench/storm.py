@@ -22,21 +22,21 @@ import tempfile
 from contextlib import nullcontext
 from pathlib import Path
 
-from clusters.backend import ClusterError
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig, sized
-from clusters.local.profiles import CpuProfiles
-from clusters.topology import Topology
-from drivers.driver import HarnessDriver
-from kube.cleanup import Cleanup
-from kube.client import connect
+from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig, sized
+from pvchaos.clusters.local.profiles import CpuProfiles
+from pvchaos.clusters.topology import Topology
+from pvchaos.drivers.driver import HarnessDriver
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import connect
 from pvchaos.kit.growth import growth_line, plot
 from pvchaos.kit.storm import StormResult, run_storm
 from pvchaos.kit.storm_plan import STORM_BURST, STORM_NODES_TO_SCORE, STORM_QPS, StormShape, memory_refusal, parse_size, zone_names
 from pvchaos.kit.workspace import Workspace
 from pvchaos.runner import available_memory_mib
-from tools.build import ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 TARGET = (1000, 2000, 120.0)  # nodes, pods, seconds: the done-when
 

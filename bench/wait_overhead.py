@@ -31,16 +31,16 @@ import threading
 import time
 from dataclasses import dataclass
 
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig
-from kube import builders
-from kube import kinds
-from kube import naming
-from kube.client import Kube, connect
-from kube.wait import wait_for
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig
+from pvchaos.kube import builders
+from pvchaos.kube import kinds
+from pvchaos.kube import naming
+from pvchaos.kube.client import Kube, connect
+from pvchaos.kube.wait import wait_for
 
-from tools.build import ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 TARGET_MS = 100.0
 LABEL = "bench.pvchaos.dev/value"

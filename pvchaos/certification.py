@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from drivers.profile import UPSTREAM_CAPABILITIES, DriverProfile, harness_capabilities
+from pvchaos.drivers.profile import UPSTREAM_CAPABILITIES, DriverProfile, harness_capabilities
 
 OUTCOMES = ("passed", "failed", "skipped")
 SUMMARY_LABEL = "pvchaos.certification"

@@ -13,20 +13,20 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from clusters.backend import ClusterError
-from clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig, parse_feature_gates
-from clusters.local.registry import destroy, list_clusters
-from clusters.options import REPO_ROOT, add_run_arguments, check_feature_gates, from_values
-from clusters.topology import Topology
+from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig, parse_feature_gates
+from pvchaos.clusters.local.registry import destroy, list_clusters
+from pvchaos.clusters.options import REPO_ROOT, add_run_arguments, check_feature_gates, from_values
+from pvchaos.clusters.topology import Topology
 from pvchaos import compare_runs, report, upgrade_command
 from pvchaos import explain as explain_command
 from pvchaos.runner import run_request
-from tools.build import BuildError, ensure_binaries
-from tools.docker_engine import EngineError, ensure_engine, stop_engine
-from tools.nodeimage.build import build_node_image, ensure_kind
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.build import BuildError, ensure_binaries
+from pvchaos.tools.docker_engine import EngineError, ensure_engine, stop_engine
+from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 
 def _kind_backend(args: argparse.Namespace) -> KindBackend:

@@ -17,12 +17,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from conformance.explain import Exclusion, Explanation, explain
-from conformance.remedy import fixes
-from conformance.verdicts import claim_states, node_verdict
-from kube.client import Kube, connect
-from kube.explain_read import ClusterView, read_view
-from kube.kinds import Obj
+from pvchaos.conformance.explain import Exclusion, Explanation, explain
+from pvchaos.conformance.remedy import fixes
+from pvchaos.conformance.verdicts import claim_states, node_verdict
+from pvchaos.kube.client import Kube, connect
+from pvchaos.kube.explain_read import ClusterView, read_view
+from pvchaos.kube.kinds import Obj
 
 SCHEMA = "pvchaos.explain/v1"
 NODES_SHOWN = 12  # above this many nodes, the text report groups nodes by their reason

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kube import errors
-from tools.allure_cli import ensure_allure
+from pvchaos.kube import errors
+from pvchaos.tools.allure_cli import ensure_allure
 
 INFRA_ERRORS = tuple(c.__name__ for c in errors.INFRA_ERRORS)
 PRODUCT_ERRORS = tuple(c.__name__ for c in errors.PRODUCT_ERRORS) + ("WaitTimeout",)

@@ -14,14 +14,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from clusters.kind import KindBackend
-from clusters.local.config import minor_of, parse_feature_gates
-from clusters.local.registry import list_clusters, sweep_orphans
-from clusters.options import BACKENDS, REPO_ROOT, Options, check_feature_gates
-from clusters.options import pytest_flags as _pytest_flags
-from clusters.topology import Topology
-from conformance import feature_gates
-from drivers.profile import load_profile
+from pvchaos.clusters.kind import KindBackend
+from pvchaos.clusters.local.config import minor_of, parse_feature_gates
+from pvchaos.clusters.local.registry import list_clusters, sweep_orphans
+from pvchaos.clusters.options import BACKENDS, REPO_ROOT, Options, check_feature_gates
+from pvchaos.clusters.options import pytest_flags as _pytest_flags
+from pvchaos.clusters.topology import Topology
+from pvchaos.conformance import feature_gates
+from pvchaos.drivers.profile import load_profile
 from pvchaos import compare_backends as cmp
 from pvchaos import compare_runs, report, supervise, version_matrix
 from pvchaos.certification import (
@@ -30,9 +30,9 @@ from pvchaos.certification import (
     write_allure_summary,
 )
 from pvchaos.results import merge_into
-from tools.build import ensure_binaries, served_releases
-from tools.docker_engine import Engine, stop_engine
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.build import ensure_binaries, served_releases
+from pvchaos.tools.docker_engine import Engine, stop_engine
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 SUITES_DIR = REPO_ROOT / "suites"
 CLUSTER_MEMORY_MIB = 1100  # measured: ~850 MiB RSS for 3 zones x 2 nodes, plus headroom

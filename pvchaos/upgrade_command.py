@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from clusters.backend import ClusterError
-from clusters.options import REPO_ROOT, Options
+from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.options import REPO_ROOT, Options
 from pvchaos import runner
-from tools.build import ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance import feature_gates
+from pvchaos.conformance import feature_gates
 from pvchaos import compare_runs, report
 from pvchaos.compare_runs import Change, Run
-from tools import versions
+from pvchaos.tools import versions
 
 # (test, older minor, newer minor) -> why its behaviour differs between the two; the test is
 # "suite file stem::test name" as pvchaos.results.test_key writes it.
@@ -137,7 +137,7 @@ def render_markdown(runs: Sequence[Run], all_steps: Sequence[VersionStep]) -> st
 
 def _gate_cell(version: str, gate: str) -> str:
     if version not in feature_gates.STATES:
-        return "not recorded (python -m tools.feature_gates)"
+        return "not recorded (python -m pvchaos.tools.feature_gates)"
     return feature_gates.state_text(feature_gates.STATES[version].get(gate))
 
 

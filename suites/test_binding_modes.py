@@ -10,8 +10,8 @@ from __future__ import annotations
 import allure
 import pytest
 
-from kube import builders as b
-from kube.objects import SELECTED_NODE, ZONE_KEY, annotation, node_name, pv_zones
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import SELECTED_NODE, ZONE_KEY, annotation, node_name, pv_zones
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace

@@ -9,10 +9,10 @@ import time
 import allure
 import pytest
 
-from chaos import components
-from kube import builders as b
-from kube.objects import name, phase, scheduled
-from kube.wait import pod_running
+from pvchaos.chaos import components
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import name, phase, scheduled
+from pvchaos.kube.wait import pod_running
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace

@@ -6,12 +6,12 @@ from __future__ import annotations
 import allure
 import pytest
 
-from chaos import labels as chaos_labels
-from kube import builders as b
-from kube.kinds import Obj
-from kube import objects as o
-from kube.objects import ZONE_KEY, label, name
-from kube.wait import holds_for, wait_for
+from pvchaos.chaos import labels as chaos_labels
+from pvchaos.kube import builders as b
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube import objects as o
+from pvchaos.kube.objects import ZONE_KEY, label, name
+from pvchaos.kube.wait import holds_for, wait_for
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import allure
 import pytest
 
-from kube import builders as b
-from kube.objects import name, node_name, uid
-from kube.wait import wait_gone
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import name, node_name, uid
+from pvchaos.kube.wait import wait_gone
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
 

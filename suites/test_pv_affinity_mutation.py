@@ -12,17 +12,17 @@ from dataclasses import dataclass
 import allure
 import pytest
 
-from chaos import pv_affinity as mut
-from conformance import expectations, messages
-from conformance.affinity import node_matches_pv_affinity
-from kube import builders as b
-from kube import kinds
-from kube import objects as o
-from kube.client import connect
-from kube.errors import ApiError, ExpectationFailed
-from kube.kinds import Obj
-from kube.objects import REGION_KEY, ZONE_KEY, label, pv_zones
-from kube.wait import holds_for, wait_for_state
+from pvchaos.chaos import pv_affinity as mut
+from pvchaos.conformance import expectations, messages
+from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.kube import builders as b
+from pvchaos.kube import kinds
+from pvchaos.kube import objects as o
+from pvchaos.kube.client import connect
+from pvchaos.kube.errors import ApiError, ExpectationFailed
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.objects import REGION_KEY, ZONE_KEY, label, pv_zones
+from pvchaos.kube.wait import holds_for, wait_for_state
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace

@@ -12,10 +12,10 @@ from datetime import datetime, timezone
 import allure
 import pytest
 
-from chaos import nodes as chaos_nodes
-from kube import builders as b
-from kube.kinds import Obj
-from kube.wait import wait_for
+from pvchaos.chaos import nodes as chaos_nodes
+from pvchaos.kube import builders as b
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.wait import wait_for
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable

@@ -5,9 +5,9 @@ from __future__ import annotations
 import allure
 import pytest
 
-from kube import builders as b
-from kube.kinds import Obj
-from kube.wait import wait_gone
+from pvchaos.kube import builders as b
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.wait import wait_gone
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
 

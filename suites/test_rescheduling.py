@@ -26,10 +26,10 @@ from __future__ import annotations
 import allure
 import pytest
 
-from chaos.labels import add_taint
-from kube import builders as b
-from kube.kinds import events_for
-from kube.objects import SELECTED_NODE, annotation, node_name, uid
+from pvchaos.chaos.labels import add_taint
+from pvchaos.kube import builders as b
+from pvchaos.kube.kinds import events_for
+from pvchaos.kube.objects import SELECTED_NODE, annotation, node_name, uid
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace

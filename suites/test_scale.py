@@ -17,12 +17,12 @@ from pathlib import Path
 import allure
 import pytest
 
-from clusters.backend import ClusterError
-from clusters.pool import ClusterPool, ClusterRequest
-from clusters.topology import Topology
-from drivers.driver import HarnessDriver
-from kube.cleanup import Cleanup
-from kube.client import connect
+from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.pool import ClusterPool, ClusterRequest
+from pvchaos.clusters.topology import Topology
+from pvchaos.drivers.driver import HarnessDriver
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import connect
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.growth import growth_line, plot

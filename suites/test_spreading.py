@@ -7,8 +7,8 @@ from __future__ import annotations
 import allure
 import pytest
 
-from kube import builders as b
-from kube.objects import ZONE_KEY, zone
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import ZONE_KEY, zone
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
 

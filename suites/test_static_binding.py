@@ -13,9 +13,9 @@ from typing import Any
 import allure
 import pytest
 
-from conformance import messages
-from conformance.claims import explain_mismatch, find_matching_volume
-from kube import builders as b
+from pvchaos.conformance import messages
+from pvchaos.conformance.claims import explain_mismatch, find_matching_volume
+from pvchaos.kube import builders as b
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
 

@@ -22,24 +22,24 @@ import time
 import allure
 import pytest
 
-from clusters.backend import ClusterError
-from clusters.local.cluster import LocalCluster
-from clusters.local.upgrade import Window, upgrade
-from clusters.local.upgrade_plan import plan_upgrade
-from conformance import stability
-from kube import builders as b
-from kube import kinds, snapshot
-from kube import objects as o
-from kube.errors import ConditionNotReached, ExpectationFailed
-from kube.objects import ZONE_KEY
-from kube.wait import pod_running
+from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.upgrade import Window, upgrade
+from pvchaos.clusters.local.upgrade_plan import plan_upgrade
+from pvchaos.conformance import stability
+from pvchaos.kube import builders as b
+from pvchaos.kube import kinds, snapshot
+from pvchaos.kube import objects as o
+from pvchaos.kube.errors import ConditionNotReached, ExpectationFailed
+from pvchaos.kube.objects import ZONE_KEY
+from pvchaos.kube.wait import pod_running
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.background import Arrivals, Watch
 from pvchaos.kit.canaries import CANARIES, run_canaries
 from pvchaos.kit.workspace import Workspace
 from pvchaos.plugin import upgrade_options
-from tools.build import ensure_binaries
+from pvchaos.tools.build import ensure_binaries
 
 pytestmark = [allure.epic("Control plane"), allure.feature("Live upgrade"), pytest.mark.upgrade,
               pytest.mark.disruptive,

@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance import invariants, stability
-from kube import builders as b
-from kube import kinds, snapshot
-from kube import objects as o
-from kube.client import Kube, connect
+from pvchaos.conformance import invariants, stability
+from pvchaos.kube import builders as b
+from pvchaos.kube import kinds, snapshot
+from pvchaos.kube import objects as o
+from pvchaos.kube.client import Kube, connect
 
 
 @dataclass

@@ -26,16 +26,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from clusters.backend import Capability, ClusterHandle
-from drivers.driver import Driver
-from kube import builders as b
-from kube import kinds
-from kube import objects as o
-from kube.cleanup import Cleanup
-from kube.client import Kube
-from kube.errors import ConditionNotReached
-from kube.kinds import Obj
-from kube.wait import wait_for
+from pvchaos.clusters.backend import Capability, ClusterHandle
+from pvchaos.drivers.driver import Driver
+from pvchaos.kube import builders as b
+from pvchaos.kube import kinds
+from pvchaos.kube import objects as o
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import Kube
+from pvchaos.kube.errors import ConditionNotReached
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.wait import wait_for
 from pvchaos.kit.workspace import Workspace
 
 CANARY_TIMEOUT = 10.0

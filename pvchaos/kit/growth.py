@@ -10,7 +10,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.storm import fitted_exponent
+from pvchaos.conformance.storm import fitted_exponent
 from pvchaos.kit.storm import StormResult
 
 

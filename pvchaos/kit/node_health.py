@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import allure
 
-from conformance import messages
-from kube import objects as o
-from kube.kinds import Obj
-from kube.objects import NOT_READY, UNREACHABLE, has_taint
-from kube.wait import wait_for
+from pvchaos.conformance import messages
+from pvchaos.kube import objects as o
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.objects import NOT_READY, UNREACHABLE, has_taint
+from pvchaos.kube.wait import wait_for
 from pvchaos.kit.workspace import Workspace
 
 __all__ = ["NOT_READY", "UNREACHABLE", "has_taint", "wait_node_ready", "wait_node_unreachable", "wait_taint_gone"]

@@ -25,16 +25,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
-from chaos import components as chaos_components
-from chaos import nodes as chaos_nodes
-from clusters.local.memory import cluster_rss_mib
-from conformance import storm as judge
-from kube import kinds, snapshot
-from kube import objects as o
-from kube.client import Kube, connect
-from kube.errors import ConditionNotReached
-from kube.metrics import apiserver_metrics
-from kube.wait import State, wait_for_state
+from pvchaos.chaos import components as chaos_components
+from pvchaos.chaos import nodes as chaos_nodes
+from pvchaos.clusters.local.memory import cluster_rss_mib
+from pvchaos.conformance import storm as judge
+from pvchaos.kube import kinds, snapshot
+from pvchaos.kube import objects as o
+from pvchaos.kube.client import Kube, connect
+from pvchaos.kube.errors import ConditionNotReached
+from pvchaos.kube.metrics import apiserver_metrics
+from pvchaos.kube.wait import State, wait_for_state
 from pvchaos.kit.storm_plan import ROLE_LABEL, NodeRef, StormObjects, StormShape, build
 from pvchaos.kit.workspace import Workspace
 

@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from conformance.storm import Cost
-from kube import builders as b
+from pvchaos.conformance.storm import Cost
+from pvchaos.kube import builders as b
 
 Obj = b.Obj
 KINDS = ("wffc", "immediate", "local", "sts")

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from clusters.backend import HOSTPATH_VOLUME_ROOT, ClusterHandle
-from drivers.driver import Driver, HarnessDriver
-from kube import builders, kinds, naming
-from kube import objects as o
-from kube.cleanup import Cleanup
-from kube.client import Kube
-from kube.kinds import Obj
-from kube.wait import wait_gone
+from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, ClusterHandle
+from pvchaos.drivers.driver import Driver, HarnessDriver
+from pvchaos.kube import builders, kinds, naming
+from pvchaos.kube import objects as o
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import Kube
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.wait import wait_gone
 
 
 class Workspace:

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import allure
 import pytest
 
-from clusters.backend import Capability
-from clusters.options import Options, add_options, check_feature_gates, from_values
-from clusters.topology import Topology
-from conformance import invariants
-from kube import snapshot
-from kube.errors import CanaryFailed, InvariantViolation
+from pvchaos.clusters.backend import Capability
+from pvchaos.clusters.options import Options, add_options, check_feature_gates, from_values
+from pvchaos.clusters.topology import Topology
+from pvchaos.conformance import invariants
+from pvchaos.kube import snapshot
+from pvchaos.kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
 from pvchaos.plugin import evidence, hookspecs, interrupts, upgrade_options
@@ -26,7 +26,7 @@ from pvchaos.plugin.fixtures import (
     CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
     declared_canaries, needed_capabilities, ws,
 )
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 __all__ = ["canary_results", "cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl", "ws"]  # the fixtures
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import allure
 import yaml
 
-from kube import kinds
-from kube import objects as o
-from kube.kinds import event_lines
-from kube.wait import describe
+from pvchaos.kube import kinds
+from pvchaos.kube import objects as o
+from pvchaos.kube.kinds import event_lines
+from pvchaos.kube.wait import describe
 from pvchaos.explain import explain_pod_text, is_unscheduled_pending
 from pvchaos.kit.workspace import Workspace
 

@@ -18,24 +18,24 @@ from typing import NoReturn
 import allure
 import pytest
 
-from chaos import leaks
-from clusters.backend import Capability, CapabilityMissing, ClusterError, ClusterHandle
-from clusters.existing import disruption_refusal
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig
-from clusters.local.registry import sweep_orphans
-from clusters.options import Options, from_values
-from clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Teardown
-from drivers.driver import Driver, driver_for, missing_for
-from drivers.profile import DriverProfile, load_profile
-from kube.cleanup import Cleanup
-from kube.client import Kube, connect
-from kube.errors import CanaryFailed
+from pvchaos.chaos import leaks
+from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterError, ClusterHandle
+from pvchaos.clusters.existing import disruption_refusal
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig
+from pvchaos.clusters.local.registry import sweep_orphans
+from pvchaos.clusters.options import Options, from_values
+from pvchaos.clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Teardown
+from pvchaos.drivers.driver import Driver, driver_for, missing_for
+from pvchaos.drivers.profile import DriverProfile, load_profile
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import Kube, connect
+from pvchaos.kube.errors import CanaryFailed
 from pvchaos.certification import MISSING_LABEL, SOURCE_LABEL
 from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
 from pvchaos.kit.workspace import Workspace
-from tools.build import ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 WORKSPACE_KEY = pytest.StashKey[Workspace]()
 CANARY_KEY = pytest.StashKey[CanaryResult]()  # the failed canary this test relies on, if any

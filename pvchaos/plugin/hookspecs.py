@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.backend import ClusterHandle
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig
-from clusters.local.upgrade_plan import UpgradePlan
+from pvchaos.clusters.backend import ClusterHandle
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig
+from pvchaos.clusters.local.upgrade_plan import UpgradePlan
 
 
 @pytest.hookspec(firstresult=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
 
 MARKER = "upgrade: upgrades a local cluster in place (suites/test_upgrade.py); runs only with --upgrade-to"
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tools.nodeimage.recipe import KIND_VERSION
-from tools.build import REPO_ROOT, cache_root
+from pvchaos.tools.nodeimage.recipe import KIND_VERSION
+from pvchaos.tools.build import REPO_ROOT, cache_root
 
 
 # A stand-in executable: appends its argv (as JSON) to $FAKE_LOG, then behaves as the
@@ -90,9 +90,9 @@ def kindcheck(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tools/kindcheck built from source: kind v0.33.0's loader, validator and patcher."""
     go = _go()
     out = tmp_path_factory.mktemp("kindcheck") / "kindcheck"
-    proc = subprocess.run([go, "build", "-o", str(out), "."], cwd=REPO_ROOT / "tools" / "kindcheck",
+    proc = subprocess.run([go, "build", "-o", str(out), "."], cwd=REPO_ROOT / "pvchaos" / "tools" / "kindcheck",
                           env=_go_env(), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"building tools/kindcheck failed: {proc.stderr[-2000:]}"
+    assert proc.returncode == 0, f"building pvchaos/tools/kindcheck failed: {proc.stderr[-2000:]}"
     return out
 
 
@@ -113,8 +113,8 @@ def kind_binary() -> Path:
 def foreign_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A local cluster (3 zones x 1 node, gate on) that the tests reach only through its
     kubeconfig, as a cluster the harness did not create."""
-    from clusters.local.config import LocalClusterConfig
-    from clusters.topology import Topology
+    from pvchaos.clusters.local.config import LocalClusterConfig
+    from pvchaos.clusters.topology import Topology
 
     yield from _private_cluster(tmp_path_factory, LocalClusterConfig(
         name="foreign", provisioner=False, topology=Topology(nodes_per_zone=1)))
@@ -122,7 +122,7 @@ def foreign_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
 
 def _private_cluster(tmp_path_factory: pytest.TempPathFactory, cfg: Any) -> Iterator[Path]:
     """Start a local cluster in a state directory of its own; yield its kubeconfig; tear down."""
-    from clusters.local.cluster import LocalCluster
+    from pvchaos.clusters.local.cluster import LocalCluster
 
     mp = pytest.MonkeyPatch()
     mp.setenv("PVCHAOS_STATE_DIR", str(tmp_path_factory.mktemp(f"{cfg.name}-state")))
@@ -138,8 +138,8 @@ def _private_cluster(tmp_path_factory: pytest.TempPathFactory, cfg: Any) -> Iter
 def gate_off_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A private one-node local cluster with MutablePVNodeAffinity off, for the gate-off
     probe and for sweeping (nothing else runs on it, so exact assertions are safe)."""
-    from clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig
-    from clusters.topology import Topology
+    from pvchaos.clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig
+    from pvchaos.clusters.topology import Topology
 
     yield from _private_cluster(tmp_path_factory, LocalClusterConfig(
         name="gateoff", feature_gates={MUTABLE_PV_GATE: False}, provisioner=False,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusters.backend import Capability, ClusterError, ClusterHandle
-from clusters.existing import PROBE_PREFIX, ExistingBackend, disruption_refusal, sweep
-from kube.client import connect
+from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
+from pvchaos.clusters.existing import PROBE_PREFIX, ExistingBackend, disruption_refusal, sweep
+from pvchaos.kube.client import connect
 
 NEVER = {Capability.OWNED, Capability.NODE_FAILURE, Capability.COMPONENT_RESTART}
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusters.kind import CONFIG_DIR, DEFAULT_CONFIG_FILE, kind_config, kind_node_names, pick_subnet, render_yaml
-from clusters.topology import Topology
-from tools.nodeimage.recipe import KIND_VERSION
+from pvchaos.clusters.kind import CONFIG_DIR, DEFAULT_CONFIG_FILE, kind_config, kind_node_names, pick_subnet, render_yaml
+from pvchaos.clusters.topology import Topology
+from pvchaos.tools.nodeimage.recipe import KIND_VERSION
 
 PATCH_VERSIONS = {34: "v1.34.6", 35: "v1.35.4", 36: "v1.36.3", 37: "v1.37.2"}
 

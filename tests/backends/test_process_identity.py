@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from clusters.local.processes import ProcessRecord, is_ours, spawn, stop
+from pvchaos.clusters.local.processes import ProcessRecord, is_ours, spawn, stop
 
 
 def test_two_hundred_fresh_processes_are_each_recognised_at_once(tmp_path) -> None:
@@ -32,10 +32,10 @@ def test_a_start_is_aborted_only_by_a_child_that_really_exited(tmp_path, monkeyp
     child whose command line momentarily reads wrong never aborts a start."""
     import os
 
-    from clusters.local import cluster as local
-    from clusters.local import processes
-    from clusters.local.config import LocalClusterConfig
-    from clusters.local.registry import ClusterState
+    from pvchaos.clusters.local import cluster as local
+    from pvchaos.clusters.local import processes
+    from pvchaos.clusters.local.config import LocalClusterConfig
+    from pvchaos.clusters.local.registry import ClusterState
 
     monkeypatch.setattr(local, "state_root", lambda: tmp_path)
     c = local.LocalCluster(LocalClusterConfig(name="abort-check"))

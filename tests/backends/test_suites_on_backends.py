@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kube.client import connect
+from pvchaos.kube.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "docs" / "examples" / "driver-profile.yaml"

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kube import builders as b
-from kube import objects as o
+from pvchaos.kube import builders as b
+from pvchaos.kube import objects as o
 from pvchaos import cli
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace

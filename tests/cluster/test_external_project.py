@@ -27,8 +27,8 @@ SUITE = '''
 
     import pytest
 
-    from kube import builders as b
-    from kube.objects import SELECTED_NODE, node_name, zone
+    from pvchaos.kube import builders as b
+    from pvchaos.kube.objects import SELECTED_NODE, node_name, zone
     from pvchaos.kit import expect as x
     from pvchaos.kit.workspace import Workspace
 
@@ -87,6 +87,6 @@ def test_a_suite_outside_the_repository_runs_from_a_fresh_virtualenv(tmp_path: P
     assert "2 passed" in out, out[-2000:]
     assert "plugins:" in out and "pvchaos" in out.split("plugins:", 1)[1].splitlines()[0], "loaded by entry point"
     site = next((venv / "lib").glob("python3*/site-packages"))
-    assert (site / "kube" / "kinds.py").is_file() and not (site / "kube" / "kinds.py").is_symlink()
+    assert (site / "pvchaos" / "kube" / "kinds.py").is_file() and not (site / "pvchaos" / "kube" / "kinds.py").is_symlink()
     left = [p.name for p in (tmp_path / "state").glob("*") if p.name != ".lock"]  # the registry's lock file stays
     assert not left, f"the run left clusters behind: {left}"

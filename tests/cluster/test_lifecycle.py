@@ -25,24 +25,24 @@ from pathlib import Path
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from clusters.backend import ClusterError, ClusterHandle
-from clusters.local import cluster as cluster_module
-from clusters.local.cluster import ZONAL_PROVISIONER, LocalCluster
-from clusters.local.config import CONTROLLER_LABEL, LocalClusterConfig
-from clusters.local.registry import ClusterState, sweep_orphans
-from clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
-from drivers.driver import DriverError, ProfileDriver
-from drivers.profile import parse_profile
-from kube import builders
-from kube import kinds
-from kube.cleanup import Cleanup
-from kube.client import Kube, connect, name_of
-from kube.kinds import Obj
-from kube.poll import poll_until
-from kube.wait import WaitTimeout, phase_is, pod_cannot_run, pod_running, wait_for, wait_for_state
+from pvchaos.clusters.backend import ClusterError, ClusterHandle
+from pvchaos.clusters.local import cluster as cluster_module
+from pvchaos.clusters.local.cluster import ZONAL_PROVISIONER, LocalCluster
+from pvchaos.clusters.local.config import CONTROLLER_LABEL, LocalClusterConfig
+from pvchaos.clusters.local.registry import ClusterState, sweep_orphans
+from pvchaos.clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
+from pvchaos.drivers.driver import DriverError, ProfileDriver
+from pvchaos.drivers.profile import parse_profile
+from pvchaos.kube import builders
+from pvchaos.kube import kinds
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import Kube, connect, name_of
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.poll import poll_until
+from pvchaos.kube.wait import WaitTimeout, phase_is, pod_cannot_run, pod_running, wait_for, wait_for_state
 from pvchaos.kit.workspace import Workspace
-from tools.build import REPO_ROOT, BuildError, ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.build import REPO_ROOT, BuildError, ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 ONE_NODE = Topology(zones=("zone-a",), nodes_per_zone=1)
@@ -627,7 +627,7 @@ def test_cli_cluster_up_list_down(own_state_dir: Path) -> None:
         assert_nothing_left(directory, pids)
     finally:
         if directory.exists():
-            from clusters.local.registry import destroy
+            from pvchaos.clusters.local.registry import destroy
             destroy(ClusterState.load(directory))
 
 

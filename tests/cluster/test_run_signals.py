@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.build import REPO_ROOT, ensure_binaries
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.tools.build import REPO_ROOT, ensure_binaries
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 pytestmark = pytest.mark.slow  # each is a real run of 20-60 s
 SELECTION = ["--suites", "node_failure", "--workers", "1"]  # disruptive: fresh clusters, tests of 10-40 s

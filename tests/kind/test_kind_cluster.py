@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from clusters.backend import Capability, ClusterError, ClusterHandle
-from clusters.kind import KindBackend, KindFaults, sweep_orphaned_kind_clusters
-from clusters.topology import Topology
-from tools.build import ensure_binaries
-from tools.docker_engine import Engine, EngineError, answers, docker, ensure_engine, stop_engine, user_engine
-from tools.versions import DEFAULT_K8S_VERSION
+from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
+from pvchaos.clusters.kind import KindBackend, KindFaults, sweep_orphaned_kind_clusters
+from pvchaos.clusters.topology import Topology
+from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.docker_engine import Engine, EngineError, answers, docker, ensure_engine, stop_engine, user_engine
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 pytestmark = [pytest.mark.kind, pytest.mark.xdist_group("kind")]
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tools.build import PROVISIONER_SRC
+from pvchaos.tools.build import PROVISIONER_SRC
 
 
 def test_go_tests_of_the_provisioner_pass() -> None:

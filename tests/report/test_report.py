@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from pvchaos import report
-from tools import allure_cli
-from tools.screenshot import ScreenshotError, ensure_chromium, read_png, screenshot
+from pvchaos.tools import allure_cli
+from pvchaos.tools.screenshot import ScreenshotError, ensure_chromium, read_png, screenshot
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = REPO / ".venv" / "bin" / "python"
@@ -63,7 +63,7 @@ def test_node_failure():
 '''
 
 RACES = '''
-from kube.errors import ApiUnreachable, CanaryFailed, ConditionNotReached, ExpectationFailed
+from pvchaos.kube.errors import ApiUnreachable, CanaryFailed, ConditionNotReached, ExpectationFailed
 from pvchaos.kit import measure
 
 

@@ -50,13 +50,13 @@ from dataclasses import replace
 
 import pytest
 
-from clusters.backend import ClusterHandle
-from clusters.local.cluster import LocalCluster
-from clusters.local.config import LocalClusterConfig
-from clusters.local.upgrade_plan import UpgradePlan
-from kube import kinds
-from kube.client import connect
-from kube.poll import poll_until
+from pvchaos.clusters.backend import ClusterHandle
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local.config import LocalClusterConfig
+from pvchaos.clusters.local.upgrade_plan import UpgradePlan
+from pvchaos.kube import kinds
+from pvchaos.kube.client import connect
+from pvchaos.kube.poll import poll_until
 
 BREAK_ENV = "PVCHAOS_BREAK"
 PV_BINDER = "persistentvolume-binder-controller"  # kube-controller-manager 1.35 --controllers name

@@ -17,9 +17,9 @@ from dataclasses import replace
 
 import pytest
 
-from clusters.backend import ClusterHandle
-from clusters.local.cluster import LocalCluster
-from conformance import expectations
+from pvchaos.clusters.backend import ClusterHandle
+from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.conformance import expectations
 
 ENV = "PVCHAOS_CHAOS_BREAK"
 CONTROLLERS = {"node-lifecycle": "node-lifecycle-controller", "taint-eviction": "taint-eviction-controller"}

@@ -30,8 +30,8 @@ from pathlib import Path
 import allure
 import pytest
 
-from clusters.local.registry import destroy, list_clusters
-from kube.errors import PRODUCT_ERRORS
+from pvchaos.clusters.local.registry import destroy, list_clusters
+from pvchaos.kube.errors import PRODUCT_ERRORS
 from tests.selfcheck.broken_cluster import BREAK_ENV, BREAKAGES
 
 pytestmark = [allure.epic("Self-verification"), allure.feature("Detection power"), pytest.mark.slow]

@@ -31,14 +31,14 @@ import allure
 import pytest
 import yaml
 
-from chaos.labels import set_node_labels
-from clusters.topology import HOSTNAME_KEY, ZONE_KEY
-from conformance import messages
-from conformance.affinity import node_matches_pv_affinity
-from kube import builders as b
-from kube import kinds
-from kube.kinds import Obj
-from kube.wait import State, wait_for_state
+from pvchaos.chaos.labels import set_node_labels
+from pvchaos.clusters.topology import HOSTNAME_KEY, ZONE_KEY
+from pvchaos.conformance import messages
+from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.kube import builders as b
+from pvchaos.kube import kinds
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.wait import State, wait_for_state
 from pvchaos.kit.workspace import Workspace
 
 pytestmark = [

@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 LEAKY = '''
 import pytest
-from chaos import labels
-from kube import kinds
+from pvchaos.chaos import labels
+from pvchaos.kube import kinds
 
 @pytest.mark.disruptive
 def test_forgets_to_restore_a_node(ws):

@@ -6,7 +6,7 @@ Which component to break: in 1.35 the PV controller removes
 (pkg/controller/volume/persistentvolume/pv_controller.go, provisionClaimOperation ->
 rescheduleProvisioning); for an external provisioner, which every CSI driver and the
 harness's test provisioners are, the provisioner removes it (sig-storage-lib-external-
-provisioner's rescheduleProvisioning, here tools/provisioner/reschedule.go). Disabling
+provisioner's rescheduleProvisioning, here pvchaos/tools/provisioner/reschedule.go). Disabling
 the persistentvolume-binder controller would stop provisioning itself, so that cluster
 would fail every dynamic test and prove nothing about rescheduling. The breakage made
 here is the one that matters: a provisioner started with `-reschedule=off` (broken_cluster

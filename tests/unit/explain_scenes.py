@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.verdicts import Scene
+from pvchaos.conformance.verdicts import Scene
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

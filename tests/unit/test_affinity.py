@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.affinity import (
+from pvchaos.conformance.affinity import (
     label_selector_matches,
     node_matches_pv_affinity,
     node_matches_selector,

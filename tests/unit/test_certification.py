@@ -11,7 +11,7 @@ from pvchaos.certification import (
     MISSING_LABEL, SOURCE_LABEL, BehaviourResult, redact, render_certification, results_from_allure,
     write_allure_summary,
 )
-from drivers.profile import parse_profile
+from pvchaos.drivers.profile import parse_profile
 
 PROFILE = parse_profile({
     "ShortName": "ex", "StorageClass": {"FromExistingClassName": "gold"},
@@ -100,7 +100,7 @@ def test_reads_what_allure_pytest_really_writes(pytester: pytest.Pytester) -> No
     does: the capability reaches the page through a label, not by parsing the sentence."""
     pytester.makepyfile(test_demo="""
         import allure, pytest
-        from clusters.backend import CapabilityMissing
+        from pvchaos.clusters.backend import CapabilityMissing
         from pvchaos.plugin.fixtures import skip_for
 
         @pytest.fixture

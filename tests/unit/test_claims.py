@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.claims import (
+from pvchaos.conformance.claims import (
     claim_class,
     claim_key,
     explain_mismatch,
@@ -12,7 +12,7 @@ from conformance.claims import (
     is_bound_to_claim,
     volume_class,
 )
-from conformance.quantity import parse_quantity
+from pvchaos.conformance.quantity import parse_quantity
 
 ZONE = "topology.kubernetes.io/zone"
 

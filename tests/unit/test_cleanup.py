@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kube.cleanup import Cleanup
+from pvchaos.kube.cleanup import Cleanup
 
 
 def test_undo_runs_newest_first() -> None:

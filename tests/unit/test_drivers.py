@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from clusters.backend import Capability, CapabilityMissing, ClusterHandle
-from drivers.driver import DriverError, HarnessDriver, ProfileDriver, missing_for
-from drivers.profile import parse_profile
+from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterHandle
+from pvchaos.drivers.driver import DriverError, HarnessDriver, ProfileDriver, missing_for
+from pvchaos.drivers.profile import parse_profile
 
 LOCAL_CAPS = frozenset({Capability.ZONES, Capability.STATIC_PV, Capability.DYNAMIC_ZONAL, Capability.OWNED})
 

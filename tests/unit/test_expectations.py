@@ -1,6 +1,6 @@
 """The expectation tables and their diff (pure)."""
 
-from conformance import expectations
+from pvchaos.conformance import expectations
 
 
 def test_mutation_expectation_is_bound_and_unchanged_from_135() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.explain import explain
-from conformance.placement import feasible_nodes
-from conformance.remedy import FIXES, fixes
+from pvchaos.conformance.explain import explain
+from pvchaos.conformance.placement import feasible_nodes
+from pvchaos.conformance.remedy import FIXES, fixes
 from tests.unit.explain_scenes import HOST, NS, ZONE, failed_scheduling, node, pod, pv, pvc, sc, scene, terms
 
 IMMEDIATE = sc("fast", mode="Immediate")
@@ -293,7 +293,7 @@ def test_fitting_nodes_are_the_oracles(name: str) -> None:
 def test_every_cause_has_a_fix_entry() -> None:
     import inspect
 
-    from conformance import causes
+    from pvchaos.conformance import causes
     codes = set()
     source = inspect.getsource(causes)
     for chunk in source.split('Cause("')[1:]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.claims import claim_key
-from conformance.explain import Scene, explain
+from pvchaos.conformance.claims import claim_key
+from pvchaos.conformance.explain import Scene, explain
 
 DATA = Path(__file__).parent / "data"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conformance.explain import explain
+from pvchaos.conformance.explain import explain
 from pvchaos.explain import SCHEMA, explanations_json, to_text
 from tests.unit.explain_scenes import ZONE, failed_scheduling, node, pod, pv, pvc, sc, scene, terms
 

@@ -1,5 +1,5 @@
 """`kube.builders.provisioning_failures` writes exactly the keys and words the Go
-provisioner reads (tools/provisioner/knob.go), so a suite cannot ask for a failure the
+provisioner reads (pvchaos/tools/provisioner/knob.go), so a suite cannot ask for a failure the
 provisioner would refuse as an unknown parameter."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from kube import builders as b
-from tools.build import PROVISIONER_SRC
+from pvchaos.kube import builders as b
+from pvchaos.tools.build import PROVISIONER_SRC
 
 KNOB_GO = (PROVISIONER_SRC / "knob.go").read_text()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.local.config import GATE_FIRST_MINOR
-from conformance import feature_gates
-from tools import feature_gates as tool
+from pvchaos.clusters.local.config import GATE_FIRST_MINOR
+from pvchaos.conformance import feature_gates
+from pvchaos.tools import feature_gates as tool
 
 SOURCE = '''
 const (
@@ -71,7 +71,7 @@ def test_the_table_is_what_the_tool_makes_of_the_cached_sources() -> None:
     if any(tool.cached_module_dir(v) is None for v in versions):
         pytest.skip(f"k8s.io/kubernetes {', '.join(versions)} not all in the Go module cache")
     text = tool.render(tool.table(tool.read_sources(versions, cached_only=True)))
-    assert text == tool.TABLE_FILE.read_text(encoding="utf-8"), "re-run: python -m tools.feature_gates"
+    assert text == tool.TABLE_FILE.read_text(encoding="utf-8"), "re-run: python -m pvchaos.tools.feature_gates"
 
 
 def test_the_table_covers_every_gate_named_in_the_code_and_agrees_with_first_minors() -> None:
@@ -91,5 +91,5 @@ def test_gate_states_read_as_words() -> None:
 
 
 def test_findings_show_the_table_as_the_code_has_it() -> None:
-    findings = (tool.TABLE_FILE.parent.parent / "docs" / "findings.md").read_text(encoding="utf-8")
+    findings = (Path(__file__).resolve().parents[2] / "docs" / "findings.md").read_text(encoding="utf-8")
     assert feature_gates.markdown_table() in findings, "paste conformance.feature_gates.markdown_table() into it"

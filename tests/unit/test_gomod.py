@@ -1,4 +1,4 @@
-"""tools.gomod: from an upstream go.mod to the wrapper module the control plane is built in.
+"""pvchaos.tools.gomod: from an upstream go.mod to the wrapper module the control plane is built in.
 
 The wrapper must pin exactly the staging modules the release replaces with ./staging,
 keep the release's go/godebug lines, and stay a go.mod that `go` itself accepts. The
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tools import gomod
+from pvchaos.tools import gomod
 
 # Shaped like k8s.io/kubernetes' own go.mod (v1.35): header comments, two require
 # blocks with `// indirect`, one replace block of staging modules.

@@ -13,11 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from clusters.options import check_feature_gates
+from pvchaos.clusters.options import check_feature_gates
 from pvchaos import cli, runner, supervise
 from pvchaos.plugin import interrupts
 from pvchaos.runner import RunRequest, UsageError
-from tools.gates import parse_gate_list
+from pvchaos.tools.gates import parse_gate_list
 
 ROOT = Path(__file__).resolve().parents[2]
 HELP = """      --feature-gates colonSeparatedMultimapStringString   Comma-separated list of component:key=value pairs
@@ -78,7 +78,7 @@ def test_refused_run_is_one_line_exit_2_and_writes_nothing(
 def test_unknown_gate_is_refused_after_the_build_and_before_any_write(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "ensure_binaries", lambda version: None)
-    monkeypatch.setattr("clusters.options.binary_gates", lambda version: KNOWN)
+    monkeypatch.setattr("pvchaos.clusters.options.binary_gates", lambda version: KNOWN)
     monkeypatch.setattr(runner.supervise, "run_owned", lambda *a, **k: pytest.fail("pytest must not start"))
     code = cli.main(["run", "--feature-gates", "Foo=true", "--report-dir", str(tmp_path / "r"), "--workers", "0"])
     err = capsys.readouterr().err

@@ -1,7 +1,7 @@
 """Invariants over a cluster snapshot (pure): each rule fires on its violation, and
 objects between states (being deleted, in a terminating namespace) are left alone."""
 
-from conformance.invariants import Snapshot, check
+from pvchaos.conformance.invariants import Snapshot, check
 
 NODE_A = {"metadata": {"name": "a-1", "labels": {"topology.kubernetes.io/zone": "zone-a"}}}
 NODE_B = {"metadata": {"name": "b-1", "labels": {"topology.kubernetes.io/zone": "zone-b"}}}

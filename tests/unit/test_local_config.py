@@ -1,4 +1,4 @@
-"""clusters.local.config and clusters.topology: the flags a configuration turns into, and
+"""pvchaos.clusters.local.config and clusters.topology: the flags a configuration turns into, and
 the mistakes refused before any process starts (pure; nothing is launched)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusters.local import config as flags
-from clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig, parse_feature_gates
-from clusters.topology import HOSTNAME_KEY, KWOK_ANNOTATION, OWNER_LABEL, REGION_KEY, ZONE_KEY, Topology
+from pvchaos.clusters.local import config as flags
+from pvchaos.clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig, parse_feature_gates
+from pvchaos.clusters.topology import HOSTNAME_KEY, KWOK_ANNOTATION, OWNER_LABEL, REGION_KEY, ZONE_KEY, Topology
 
 D = Path("/state/c1")
 GATE_ON = f"--feature-gates={MUTABLE_PV_GATE}=true"
@@ -264,7 +264,7 @@ def test_past_a_hundred_lease_renewals_a_second_a_cluster_runs_upstream_timings(
 
 
 def test_profiling_opens_pprof_and_metrics_only_when_asked() -> None:
-    from clusters.local.config import apiserver_args, scheduler_args
+    from pvchaos.clusters.local.config import apiserver_args, scheduler_args
     off = LocalClusterConfig(name="c1")
     on = LocalClusterConfig(name="c1", profiling=True)
     d = Path("/tmp/x")
@@ -286,8 +286,8 @@ def test_controller_manager_and_scheduler_serve_with_the_clusters_certificate() 
 
 
 def test_the_pool_sizes_timings_to_the_request_and_a_request_still_overrides_them() -> None:
-    from clusters.options import Options
-    from clusters.pool import ClusterPool, ClusterRequest
+    from pvchaos.clusters.options import Options
+    from pvchaos.clusters.pool import ClusterPool, ClusterRequest
     pool = ClusterPool(Options())
     assert pool._local_config(ClusterRequest()).node_lease_seconds == 4
     big = pool._local_config(ClusterRequest(nodes_per_zone=40))  # 120 nodes

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import message_sources
+from pvchaos.tools import message_sources
 
 
 def _fake_source(modcache: Path, version: str, text: str) -> None:

@@ -4,7 +4,7 @@ import string
 
 import pytest
 
-from conformance.messages import MESSAGES, REASONS, any_of, expected, matches
+from pvchaos.conformance.messages import MESSAGES, REASONS, any_of, expected, matches
 
 # Substrings quoted in SPEC.md sections 1-4, each with the key that must carry it.
 SPEC_STRINGS = [

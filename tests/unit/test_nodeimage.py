@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tools import docker_engine, docker_runtime
-from tools.nodeimage import recipe as r
-from tools.nodeimage.rootfs import ENABLED_UNITS, MASKED_UNITS, debian_mirror, install_layout
+from pvchaos.tools import docker_engine, docker_runtime
+from pvchaos.tools.nodeimage import recipe as r
+from pvchaos.tools.nodeimage.rootfs import ENABLED_UNITS, MASKED_UNITS, debian_mirror, install_layout
 
 KUBEADM_135 = """registry.k8s.io/kube-apiserver:v1.35.4
 registry.k8s.io/kube-controller-manager:v1.35.4

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conformance.placement import feasible_nodes, pod_claim_keys, pv_violations
+from pvchaos.conformance.placement import feasible_nodes, pod_claim_keys, pv_violations
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusters.backend import Capability
-from clusters.topology import Topology
-from drivers.profile import (
+from pvchaos.clusters.backend import Capability
+from pvchaos.clusters.topology import Topology
+from pvchaos.drivers.profile import (
     ProfileError, check_against_cluster, effective_capabilities, harness_capabilities, load_profile,
     parse_profile, skip_reason,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tools.build import PROVISIONER_SRC, provisioner_digest
+from pvchaos.tools.build import PROVISIONER_SRC, provisioner_digest
 
 
 def _copy(tmp_path: Path) -> Path:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.quantity import compare_quantities, parse_quantity, quantity_at_least, quantity_bytes
+from pvchaos.conformance.quantity import compare_quantities, parse_quantity, quantity_at_least, quantity_bytes
 
 GI = 2**30
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusters.local.readiness import node_problem, nodes_problem
+from pvchaos.clusters.local.readiness import node_problem, nodes_problem
 
 
 def _node(name: str, ready: str = "True", taints: list[dict[str, str]] | None = None,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from clusters import options
+from pvchaos.clusters import options
 from pvchaos import runner
 from pvchaos.cli import parser as cli_parser
 from pvchaos.runner import RunRequest, UsageError
-from tools import feature_gates as tools_gates
+from pvchaos.tools import feature_gates as tools_gates
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """Reading kube-scheduler's FailedScheduling message into counts by reason."""
 
-from conformance.scheduler_message import parse
+from pvchaos.conformance.scheduler_message import parse
 
 
 def test_histogram_with_preemption_tail() -> None:

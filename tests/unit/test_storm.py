@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from clusters.local.config import LocalClusterConfig, controller_manager_args, scheduler_config_yaml
-from clusters.options import Options
-from conformance import storm as judge
-from conformance.invariants import Snapshot
+from pvchaos.clusters.local.config import LocalClusterConfig, controller_manager_args, scheduler_config_yaml
+from pvchaos.clusters.options import Options
+from pvchaos.conformance import storm as judge
+from pvchaos.conformance.invariants import Snapshot
 from pvchaos import runner
 from pvchaos.kit import storm_plan as plan
 from pvchaos.plugin import scale_problem
@@ -181,8 +181,8 @@ def test_client_qps_and_burst_reach_both_components() -> None:
 
 
 def test_the_suites_storm_cluster_carries_the_storm_scheduler_settings() -> None:
-    from clusters.options import Options as PoolOptions
-    from clusters.pool import ClusterPool, ClusterRequest
+    from pvchaos.clusters.options import Options as PoolOptions
+    from pvchaos.clusters.pool import ClusterPool, ClusterRequest
     from pvchaos.kit.storm_plan import STORM_NODES_TO_SCORE, cluster_marker_options, suite_shape
     request = ClusterRequest.from_marker(cluster_marker_options(suite_shape("300x600", ("zone-a", "zone-b", "zone-c"))))
     cfg = ClusterPool(PoolOptions())._local_config(request)

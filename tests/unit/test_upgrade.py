@@ -9,20 +9,20 @@ from typing import Any
 
 import pytest
 
-from clusters.local import config as flags
-from clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig
-from clusters.local.upgrade_plan import (
+from pvchaos.clusters.local import config as flags
+from pvchaos.clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig
+from pvchaos.clusters.local.upgrade_plan import (
     CONTROL_PLANE_ORDER,
     NODES,
     plan_upgrade,
     unknown_gates,
     upgraded_argv,
 )
-from conformance import stability
-from conformance.invariants import Snapshot
+from pvchaos.conformance import stability
+from pvchaos.conformance.invariants import Snapshot
 from pvchaos import cli
 from pvchaos.upgrade_command import check_versions, request
-from tools.versions import RULE_NO_DOWNGRADE, RULE_ONE_MINOR, release, skew_refusal
+from pvchaos.tools.versions import RULE_NO_DOWNGRADE, RULE_ONE_MINOR, release, skew_refusal
 
 D = Path("/state/c1")
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from clusters.local.cluster import missing_details
-from clusters.local.config import LocalClusterConfig, gates_for_version
-from clusters.options import Options
+from pvchaos.clusters.local.cluster import missing_details
+from pvchaos.clusters.local.config import LocalClusterConfig, gates_for_version
+from pvchaos.clusters.options import Options
 from pvchaos import runner, version_matrix
 from pvchaos.compare_runs import Run
 

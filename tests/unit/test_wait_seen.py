@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kube import wait
+from pvchaos.kube import wait
 from pvchaos.kit.storm import Tracker
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pvchaos.compare_runs import load_run
-from tools import message_sources
-from tools.build import ensure_binaries
+from pvchaos.tools import message_sources
+from pvchaos.tools.build import ensure_binaries
 
 REPO = Path(__file__).resolve().parents[2]
 MATRIX = ("v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2")  # the newest served patch of each supported minor

@@ -1,0 +1,127 @@
+"""What every backend hands the suites: a cluster handle with declared capabilities.
+
+Suites ask for capabilities (STYLE 1); backends declare them. A suite that needs a
+capability the cluster lacks skips with "backend X: no Y", it never fails for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from enum import StrEnum
+from typing import Protocol
+
+from pvchaos.kube.errors import ClusterError
+from pvchaos.tools.versions import minor_of
+
+__all__ = ["Capability", "CapabilityMissing", "ClusterBackend", "ClusterError", "ClusterHandle", "NodeFaults"]
+
+
+class Capability(StrEnum):
+    """What a cluster (or a driver) can do. Values are the words suites write in
+    `needs(...)`; an unknown word is rejected when tests are collected."""
+
+    ZONES = "zones"  # nodes carry topology.kubernetes.io/zone in >= 2 zones
+    DYNAMIC_ZONAL = "dynamic-zonal"  # a provisioner that writes zonal PV affinity
+    DYNAMIC_LOCAL = "dynamic-local"  # a provisioner that writes hostname PV affinity
+    STATIC_PV = "static-pv"  # the harness may create PVs by hand
+    BLOCK = "block"
+    RWX = "rwx"
+    NODE_FAILURE = "node-failure"  # the harness can stop and restore a node's heartbeat
+    NODE_LABELS = "node-labels"  # the harness may change labels and taints of nodes
+    COMPONENT_RESTART = "component-restart"  # the harness can restart scheduler/controller-manager
+    MUTABLE_PV_AFFINITY = "mutable-pv-affinity"  # MutablePVNodeAffinity gate is on
+    OWNED = "owned"  # the harness created this cluster and may disturb it
+    EPHEMERAL_STORAGE = "ephemeral-storage"  # nodes report ephemeral-storage allocatable
+    REAL_KUBELET = "real-kubelet"  # pods really run and mount their volumes (kind)
+    # the harness's own provisioners, which fail on pvchaos.dev/fail-* class parameters
+    # (docs/writing-suites.md#making-provisioning-fail); never a profile's driver
+    PROVISIONING_FAILURES = "provisioning-failures"
+
+
+    @classmethod
+    def parse(cls, word: str) -> Capability:
+        """The capability a `needs(...)` word names, or ValueError listing the known ones."""
+        try:
+            return cls(word)
+        except ValueError:
+            known = ", ".join(c.value for c in cls)
+            raise ValueError(f"unknown capability {word!r}; known: {known}") from None
+
+
+# Where volumes live on nodes with real kubelets: the provisioners' -hostpath-root, and
+# the directory static stand-in PVs are turned into (kube.builders.mountable).
+HOSTPATH_VOLUME_ROOT = "/var/lib/pvchaos/volumes"
+
+
+@dataclass(frozen=True)
+class CapabilityMissing:
+    """Why a test skips: the capability, and who lacks it ("backend kind", "driver X").
+    Reports read these fields (Allure labels), never the sentence."""
+
+    capability: str
+    source: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.source}: no {self.capability}" + (f" ({self.detail})" if self.detail else "")
+
+
+class NodeFaults(Protocol):
+    """How a backend fails and restores nodes and control-plane components."""
+
+    def stop_node(self, node: str) -> None: ...
+    def stop_nodes(self, nodes: list[str]) -> None: ...
+    def start_node(self, node: str) -> None: ...
+    def node_stopped(self, node: str) -> bool: ...
+    def stop_component(self, component: str) -> None: ...
+    def start_component(self, component: str) -> None: ...
+
+
+@dataclass
+class ClusterHandle:
+    """A running cluster: where to reach it and what it can do."""
+
+    name: str
+    backend: str
+    kubeconfig: Path
+    context: str | None
+    k8s_version: str
+    capabilities: frozenset[str]
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    zonal_class_provisioner: str | None = None
+    local_class_provisioner: str | None = None
+    faults: NodeFaults | None = None
+    directory: Path | None = None
+    description: dict[str, str] = field(default_factory=dict)
+    # Real kubelets mount volumes: stand-in CSI sources of static PVs become hostPath.
+    mountable_volumes: bool = False
+
+    @property
+    def minor(self) -> int:
+        """1.35.4 -> 35; 0 when the version is unknown."""
+        return minor_of(self.k8s_version) or 0
+
+    def component_log(self, component: str) -> str | None:
+        """A control-plane component's log, where the backend can read it (local: its
+        file; kind: the static pod's log on the control plane); None elsewhere."""
+        reader = getattr(self.faults, "component_log", None)
+        if reader is not None:
+            return str(reader(component))
+        path = self.directory / "logs" / f"{component}.log" if self.directory else None
+        return path.read_text(errors="replace") if path is not None and path.exists() else None
+
+    def has(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def missing(self, *capabilities: str) -> list[str]:
+        return [c for c in capabilities if c not in self.capabilities]
+
+
+class ClusterBackend(Protocol):
+    """One file per backend implements this: local, kind, existing."""
+
+    name: str
+
+    def up(self) -> ClusterHandle: ...
+    def down(self, handle: ClusterHandle) -> None: ...

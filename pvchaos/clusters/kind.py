@@ -1,0 +1,567 @@
+"""Multi-zone kind clusters with real kubelets, on a node image built here.
+
+The backend drives the `kind` CLI (kind's supported interface; its Go cluster API keeps
+the config types internal) and `docker`, both aimed at the engine tools.docker_engine
+found or started. Everything it needs is built locally: kind from Go modules, the node
+image offline (tools/nodeimage). Nodes are registered under the topology's names
+(`zone-a-1`, ...) through a per-node kubeadm patch, so suites address the same nodes on
+every backend; the containers keep kind's names (`<cluster>-worker`, ...).
+
+Networking: each cluster gets a Docker network of its own with a /24 chosen not to
+clash with the host's routes or other networks (kind uses an existing network of the
+given name), so a partitioned node can rejoin with its address. Pods get addresses from
+the node image's `pvchaos-cni` (no kindnetd, no kube-proxy, no CoreDNS: nothing under
+test needs Services or DNS, and their images could not be built offline).
+
+Volumes: the harness's provisioners run on the host against the cluster with
+`-hostpath-root`, so every dynamic PV is a directory the kubelet really creates and
+mounts; static stand-in CSI PVs are turned into hostPath PVs by the suites' workspace.
+
+Faults: node failure is `docker pause` (the kubelet freezes, its Lease goes stale);
+a crash is `docker stop` (the kubelet is gone; return boots the node again); a network
+partition is `docker network disconnect`; a component restart moves its static-pod
+manifest out of the kubelet's manifest directory and back.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterError, ClusterHandle
+from pvchaos.clusters.local.config import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
+from pvchaos.clusters.local.processes import ProcessRecord, spawn, stop
+from pvchaos.clusters.local.registry import state_root
+from pvchaos.clusters.topology import HOSTNAME_KEY, Topology
+from pvchaos.tools.build import REPO_ROOT, BuildError, ensure_binaries
+from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
+from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
+from pvchaos.tools.nodeimage.recipe import KIND_VERSION
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION, SUPPORTED_MINORS, minor_of
+
+CONFIG_DIR = REPO_ROOT / "kind-config"
+DEFAULT_CONFIG_FILE = CONFIG_DIR / "multizone.yaml"
+API_VERSION = "kind.x-k8s.io/v1alpha4"
+IMAGE_PLACEHOLDER = "pvchaos/kind-node:<k8s version>-<recipe digest>"
+# Short node-loss detection, as on the local backend (upstream default grace is 50 s).
+DEFAULT_KCM_FLAGS: dict[str, str] = {"node-monitor-grace-period": "8s", "node-monitor-period": "1s"}
+# The kubelet renews its Lease every quarter of nodeLeaseDurationSeconds (upstream 40 s,
+# i.e. every 10 s, longer than the 8 s grace). failCgroupV1: false lets 1.35+ kubelets
+# run on cgroup v1 hosts (they refuse by default); it changes nothing on cgroup v2.
+DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpdateFrequency": "2s",
+                                   "failCgroupV1": False}
+# kubeadm 1.35+ fails its SystemVerification preflight on cgroup v1 hosts even with
+# failCgroupV1: false ("You must also explicitly skip this validation"); its ImagePull
+# preflight asks a registry for kube-proxy and CoreDNS, which these clusters do not run
+# (every image they run is in the node image already).
+PREFLIGHT: dict[str, Any] = {"ignorePreflightErrors": ["SystemVerification", "ImagePull"]}
+ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
+LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
+COMPONENTS = ("kube-scheduler", "kube-controller-manager")
+CLUSTER_LABEL = "io.x-k8s.kind.cluster"
+WAIT = "180s"
+SUBNET_POOL = ipaddress.ip_network("172.30.0.0/16")
+
+_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+_KUBELET_ALLOWED = {"topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+                    "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch"}
+
+
+# ---- config (pure) ------------------------------------------------------------------------
+
+def parse_version(k8s_version: str) -> int:
+    """`v1.35.4` -> 35; anything else, or a minor the harness does not support, is refused."""
+    minor = minor_of(k8s_version, release_only=True)
+    if minor is None:
+        raise ValueError(f"kind: {k8s_version!r} is not a Kubernetes release (want v1.MINOR.PATCH, e.g. "
+                         f"{DEFAULT_K8S_VERSION})")
+    if minor not in SUPPORTED_MINORS:
+        raise ValueError(f"kind: v1.{minor} is not supported; supported minors: "
+                         + ", ".join(f"v1.{m}" for m in SUPPORTED_MINORS))
+    return minor
+
+
+def default_gates(k8s_version: str) -> dict[str, bool]:
+    """The gate the suites are about, on wherever it exists."""
+    return {MUTABLE_PV_GATE: True} if parse_version(k8s_version) >= GATE_FIRST_MINOR[MUTABLE_PV_GATE] else {}
+
+
+def _node_labels(labels: dict[str, str]) -> dict[str, str]:
+    """Topology labels minus the hostname (the kubelet sets it from the node name);
+    refuses labels the kubelet may not set on itself, since it would not start."""
+    out = {}
+    for key, value in labels.items():
+        if key == HOSTNAME_KEY:
+            continue
+        prefix = key.split("/", 1)[0] if "/" in key else ""
+        restricted = any(prefix == d or prefix.endswith("." + d) for d in ("kubernetes.io", "k8s.io"))
+        allowed = key in _KUBELET_ALLOWED or prefix.endswith(("kubelet.kubernetes.io", "node.kubernetes.io"))
+        if restricted and not allowed:
+            raise ValueError(f"kind: node label {key!r} is in a namespace the kubelet may not set on itself")
+        out[key] = value
+    return out
+
+
+def _patch(kind: str, body: dict[str, Any]) -> str:
+    """A kubeadm config patch without apiVersion, so it applies to kubeadm v1beta3 (1.35)
+    and v1beta4 (1.36+) alike; kind v0.33.0 converts map-style extraArgs for v1beta4."""
+    return yaml.safe_dump({"kind": kind, **body}, sort_keys=False, default_flow_style=False)
+
+
+def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S_VERSION,
+                image: str = IMAGE_PLACEHOLDER, feature_gates: dict[str, bool] | None = None,
+                kcm_flags: dict[str, str] | None = None, kubelet: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A kind v1alpha4 Cluster: one control plane, then the topology's nodes as workers in
+    order, each registered under its topology name."""
+    topology = topology or Topology()
+    minor = parse_version(k8s_version)
+    gates = default_gates(k8s_version) if feature_gates is None else dict(feature_gates)
+    for gate, first in GATE_FIRST_MINOR.items():
+        if gates.get(gate) and minor < first:
+            raise ValueError(f"kind: feature gate {gate} does not exist before v1.{first} ({k8s_version})")
+    kcm = DEFAULT_KCM_FLAGS if kcm_flags is None else kcm_flags
+    kubelet_cfg = DEFAULT_KUBELET if kubelet is None else kubelet
+    # kind skips addon/kube-proxy itself for kubeProxyMode none, but a patched list replaces its own.
+    patches = [_patch("InitConfiguration", {"skipPhases": ["addon/coredns", "addon/kube-proxy"],
+                                            "nodeRegistration": PREFLIGHT})]
+    if kcm:
+        patches.append(_patch("ClusterConfiguration",
+                              {"controllerManager": {"extraArgs": {k: str(v) for k, v in kcm.items()}}}))
+    if kubelet_cfg:
+        patches.append(_patch("KubeletConfiguration", dict(kubelet_cfg)))
+    cfg: dict[str, Any] = {"kind": "Cluster", "apiVersion": API_VERSION}
+    if gates:
+        cfg["featureGates"] = gates
+    cfg["networking"] = {"ipFamily": "ipv4", "disableDefaultCNI": True, "kubeProxyMode": "none"}
+    cfg["kubeadmConfigPatches"] = patches
+    nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": image}]
+    for spec in topology.nodes():
+        nodes.append({"role": "worker", "image": image, "labels": _node_labels(spec.labels),
+                      "kubeadmConfigPatches": [_patch("JoinConfiguration",
+                                                      {"nodeRegistration": {"name": spec.name, **PREFLIGHT}})]})
+    cfg["nodes"] = nodes
+    return cfg
+
+
+def kind_node_names(cluster: str, topology: Topology) -> dict[str, str]:
+    """Topology node name -> kind container name, following kind's namer."""
+    return {spec.name: f"{cluster}-worker{'' if i == 0 else i + 1}" for i, spec in enumerate(topology.nodes())}
+
+
+def kind_containers(cluster: str, topology: Topology) -> dict[str, str]:
+    """Every node name -> container: the workers and the control plane (a Node too)."""
+    return {**kind_node_names(cluster, topology), f"{cluster}-control-plane": f"{cluster}-control-plane"}
+
+
+def pick_subnet(taken: Sequence[str], pool: ipaddress.IPv4Network = SUBNET_POOL) -> str:
+    """The first /24 of `pool` that overlaps none of the `taken` networks."""
+    used = [ipaddress.ip_network(t, strict=False) for t in taken if ":" not in t]
+    for candidate in pool.subnets(new_prefix=24):
+        if not any(candidate.overlaps(u) for u in used):
+            return str(candidate)
+    raise ValueError(f"kind: every /24 of {pool} clashes with a host route or Docker network")
+
+
+class _LiteralDumper(yaml.SafeDumper):
+    """Multi-line strings (kubeadm patches) as `|` blocks, so the file reads like kind's docs."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_LiteralDumper.add_representer(str, _str_representer)
+
+
+def render_yaml(config: dict[str, Any], k8s_version: str = DEFAULT_K8S_VERSION) -> str:
+    """The file kind reads, with a header saying where it came from."""
+    header = (f"# Generated by clusters/kind.py: kind_config(Topology(), {k8s_version!r}).\n"
+              "# Regenerate: .venv/bin/python -m pvchaos.clusters.kind > kind-config/multizone.yaml\n"
+              "# The image is built by `pvchaos kind build-image`; the backend fills in its tag.\n"
+              "# Workers are containers <cluster>-worker, -worker2, ... registered as zone-a-1, ...\n")
+    return header + yaml.dump(config, Dumper=_LiteralDumper, sort_keys=False, default_flow_style=False)
+
+
+def kind_directory(cluster: str) -> Path:
+    """Where a pvchaos kind cluster keeps its config, kubeconfig and provisioner state."""
+    return state_root() / f"kind-{cluster}"
+
+
+def kind_clusters() -> list[str]:
+    """The kind clusters pvchaos created and has not removed (by their directories)."""
+    return sorted(p.name[len("kind-"):] for p in state_root().glob("kind-*") if p.is_dir())
+
+
+def sweep_orphaned_kind_clusters(engine: Engine) -> list[str]:
+    """Remove kind clusters left on pvchaos's own engine by runs that died: a dockerd
+    restarts their containers when it starts again, and they would keep the engine from
+    stopping. A cluster with a directory (`kind_clusters()`, e.g. one `cluster up`
+    detached) is kept; a user's engine is never touched."""
+    if not engine.owned:
+        return []
+    listed = docker(engine, ["ps", "-a", "--filter", "label=io.x-k8s.kind.cluster",
+                             "--format", '{{.ID}} {{.Label "io.x-k8s.kind.cluster"}}'], timeout=60)
+    if listed.returncode != 0:
+        return []
+    keep = set(kind_clusters())
+    orphans: dict[str, list[str]] = {}
+    for line in listed.stdout.split("\n"):
+        if line.strip():
+            container, cluster = line.split(maxsplit=1)
+            if cluster not in keep:
+                orphans.setdefault(cluster, []).append(container)
+    for cluster, containers in sorted(orphans.items()):
+        docker(engine, ["rm", "-f", "-v", *containers], timeout=120)
+        docker(engine, ["network", "rm", f"pvchaos-{cluster}"], timeout=60)  # absent already: no harm
+        _log(f"removed orphaned kind cluster {cluster} ({len(containers)} containers) left by a run that died")
+    return sorted(orphans)
+
+
+# ---- faults -------------------------------------------------------------------------------
+
+@dataclass
+class KindFaults:
+    """NodeFaults for a kind cluster, by node name (containers are looked up in `containers`)."""
+
+    cluster: str
+    engine: Engine
+    containers: dict[str, str]
+    network: str
+    _addresses: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def control_plane(self) -> str:
+        return f"{self.cluster}-control-plane"
+
+    def container(self, node: str) -> str:
+        if node not in self.containers:
+            raise KeyError(f"kind cluster {self.cluster}: {node!r} is not one of its nodes {sorted(self.containers)}")
+        return self.containers[node]
+
+    def _docker(self, *args: str) -> str:
+        proc = docker(self.engine, args, timeout=120)
+        if proc.returncode != 0:
+            raise ClusterError(f"docker {' '.join(args[:2])} ({self.cluster}): {last_line(proc)}")
+        return proc.stdout.strip()
+
+    def _state(self, node: str) -> dict[str, Any]:
+        out = self._docker("inspect", "--format", "{{json .State}}|{{json .NetworkSettings.Networks}}",
+                           self.container(node))
+        state, networks = out.split("|", 1)
+        return {"state": json.loads(state), "networks": json.loads(networks) or {}}
+
+    # -- pause: the default node failure -------------------------------------------------
+    def stop_node(self, node: str) -> None:
+        """Freeze the node container: kubelet and runtime stop, nothing is deleted."""
+        self._docker("pause", self.container(node))
+
+    def stop_nodes(self, nodes: list[str]) -> None:
+        """One `docker pause` for all: the containers freeze together."""
+        if nodes:
+            self._docker("pause", *(self.container(n) for n in nodes))
+
+    # -- crash: docker stop -------------------------------------------------------------
+    def crash_node(self, node: str) -> None:
+        """Stop the container (SIGRTMIN+3, then SIGKILL after 2 s): kubelet, runtime and
+        pods are gone as on a crashed VM; the node's disk (/var) stays."""
+        self._docker("stop", "-t", "2", self.container(node))
+
+    # -- partition: docker network disconnect ---------------------------------------------
+    def partition_node(self, node: str) -> None:
+        """Cut the node off the cluster network; it keeps running and keeps its pods."""
+        nets = self._state(node)["networks"]
+        if self.network in nets:
+            self._addresses[node] = nets[self.network].get("IPAddress", "")
+            self._docker("network", "disconnect", self.network, self.container(node))
+
+    def start_node(self, node: str) -> None:
+        """Undo whichever fault the node is in: unpause, start, or reconnect (same address)."""
+        info = self._state(node)
+        state = info["state"]
+        if state.get("Paused"):
+            self._docker("unpause", self.container(node))
+        elif not state.get("Running"):
+            self._docker("start", self.container(node))
+        if self.network not in info["networks"]:
+            ip = self._addresses.pop(node, "")
+            self._docker("network", "connect", *(["--ip", ip] if ip else []), self.network, self.container(node))
+
+    def node_stopped(self, node: str) -> bool:
+        info = self._state(node)
+        state = info["state"]
+        return bool(state.get("Paused")) or not state.get("Running") or self.network not in info["networks"]
+
+    # -- components ---------------------------------------------------------------------------
+    def _manifests(self, component: str) -> tuple[str, str]:
+        if component not in COMPONENTS:
+            raise KeyError(f"kind cluster {self.cluster}: cannot stop {component!r}; known: {list(COMPONENTS)}")
+        return (f"/etc/kubernetes/manifests/{component}.yaml",
+                f"/etc/kubernetes/{component}.yaml.pvchaos-stopped")
+
+    def stop_component(self, component: str) -> None:
+        """The kubelet removes a static pod whose manifest is gone; idempotent."""
+        live, parked = self._manifests(component)
+        self._docker("exec", self.control_plane, "sh", "-c", f"if [ -f {live} ]; then mv {live} {parked}; fi")
+
+    def start_component(self, component: str) -> None:
+        live, parked = self._manifests(component)
+        self._docker("exec", self.control_plane, "sh", "-c", f"if [ -f {parked} ]; then mv {parked} {live}; fi")
+
+    def component_log(self, component: str) -> str:
+        """The static pod's container log on the control plane (what kubelet keeps)."""
+        return self._docker("exec", self.control_plane, "sh", "-c",
+                            f"cat /var/log/pods/kube-system_{component}-*/{component}/*.log 2>/dev/null || true")
+
+    def node_exec(self, node: str, command: str) -> str:
+        """Run a shell command on a node (e.g. read a file a pod wrote to a volume)."""
+        return self._docker("exec", self.container(node), "sh", "-c", command)
+
+
+# ---- backend --------------------------------------------------------------------------------
+
+@dataclass
+class KindBackend:
+    """A harness-owned multi-zone kind cluster: engine, image, network, cluster, provisioner."""
+
+    cluster: str = "pvchaos"
+    topology: Topology = field(default_factory=Topology)
+    k8s_version: str = DEFAULT_K8S_VERSION
+    feature_gates: dict[str, bool] | None = None
+    kcm_flags: dict[str, str] | None = None
+    directory: Path | None = None
+    name: str = "kind"
+    engine: Engine | None = None
+    image: str | None = None
+    detached: bool = False  # outlives this process (`cluster up`); else its provisioner dies with us
+    # The cluster's network is ours to remove: true for a cluster pvchaos made earlier
+    # (`cluster down`); `up` clears it until it has created the network itself.
+    _owns_network: bool = field(default=True, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.cluster):
+            raise ValueError(f"kind cluster name {self.cluster!r}: use 1-32 lowercase letters, digits and '-'")
+        self.config()  # version, gates and labels are refused here, before anything runs
+        if self.directory is None:
+            self.directory = kind_directory(self.cluster)
+
+    @classmethod
+    def from_options(cls, options: Any, cluster: str = "pvchaos") -> KindBackend:
+        """From the run options (pvchaos.provider.Options)."""
+        try:
+            version = options.k8s_version or DEFAULT_K8S_VERSION
+            gates = {**default_gates(version), **parse_feature_gates(options.feature_gates or "")}
+            return cls(cluster=cluster, topology=Topology.parse(options.zones, options.nodes_per_zone),
+                       k8s_version=version, feature_gates=gates)
+        except ValueError as exc:
+            raise ClusterError(str(exc)) from None
+
+    @property
+    def kubeconfig(self) -> Path:
+        assert self.directory is not None
+        return self.directory / "kubeconfig"
+
+    @property
+    def network(self) -> str:
+        return f"pvchaos-{self.cluster}"
+
+    def config(self) -> dict[str, Any]:
+        return kind_config(self.topology, self.k8s_version, self.image or IMAGE_PLACEHOLDER, self.feature_gates,
+                           self.kcm_flags)
+
+    def _kind(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        assert self.engine is not None
+        env = {**self.engine.env(), "KIND_EXPERIMENTAL_DOCKER_NETWORK": self.network}
+        return subprocess.run([str(ensure_kind()), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+    def prepare(self) -> None:
+        """Everything that can be refused or built before a container exists: an engine,
+        kind, the node image, a free cluster name."""
+        try:
+            self.engine = self.engine or ensure_engine()
+            sweep_orphaned_kind_clusters(self.engine)
+            ensure_kind()
+            self.image = build_node_image(self.engine, self.k8s_version)
+        except (EngineError, BuildError) as exc:
+            raise ClusterError(str(exc)) from None
+        listed = self._kind("get", "clusters", timeout=60)
+        if listed.returncode != 0:
+            raise ClusterError(f"kind get clusters: {last_line(listed)}")
+        if self.cluster in listed.stdout.split():
+            raise ClusterError(f"kind cluster {self.cluster!r} already exists; remove it with "
+                               f"`pvchaos cluster down --backend kind --name {self.cluster}` or choose another --name")
+
+    def _create_network(self) -> None:
+        assert self.engine is not None
+        existing = docker(self.engine, ["network", "inspect", self.network], timeout=60)
+        if existing.returncode == 0:
+            raise ClusterError(f"kind backend: Docker network {self.network} exists already (a cluster of that "
+                               f"name left behind?); remove it with `docker network rm {self.network}`")
+        subnet = pick_subnet(self._taken_subnets())
+        self._owns_network = True  # from here on, ours to remove (a failed create may leave it half made)
+        proc = docker(self.engine, ["network", "create", "--driver", "bridge", "--subnet", subnet,
+                                    "--label", f"pvchaos.dev/cluster={self.cluster}",
+                                    "-o", "com.docker.network.bridge.enable_ip_masquerade=true", self.network])
+        if proc.returncode != 0:
+            raise ClusterError(f"kind backend: docker network create {self.network} ({subnet}): {last_line(proc)}")
+
+    def _taken_subnets(self) -> list[str]:
+        assert self.engine is not None
+        taken = []
+        nets = docker(self.engine, ["network", "ls", "-q"], timeout=60).stdout.split()
+        if nets:
+            out = docker(self.engine, ["network", "inspect", "--format",
+                                       "{{range .IPAM.Config}}{{.Subnet}} {{end}}", *nets], timeout=60).stdout
+            taken += out.split()
+        routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+        taken += [line.split()[0] for line in routes.splitlines() if line and line.split()[0][0].isdigit()]
+        return taken
+
+    def up(self) -> ClusterHandle:
+        self.prepare()
+        assert self.directory is not None and self.image is not None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        config_file = self.directory / "kind-config.yaml"
+        config_file.write_text(render_yaml(self.config(), self.k8s_version))
+        _log(f"creating kind cluster {self.cluster} ({self.k8s_version}, {self.topology.node_count} workers, "
+             f"image {self.image})")
+        start = time.monotonic()
+        self._owns_network = False
+        try:
+            self._create_network()
+            proc = self._kind("create", "cluster", "--name", self.cluster, "--config", str(config_file),
+                              "--kubeconfig", str(self.kubeconfig), "--wait", WAIT, "--retain")
+            if proc.returncode != 0:
+                raise ClusterError(f"kind create cluster {self.cluster}: {last_line(proc)}"
+                                   f"{self._node_diagnosis()}")
+            self._await_nodes_ready()
+            self._start_provisioner()
+        except BaseException:
+            self._teardown(quiet=True)
+            raise
+        _log(f"kind cluster {self.cluster} ready in {time.monotonic() - start:.0f}s")
+        return self.handle()
+
+    def _await_nodes_ready(self) -> None:
+        """kind's --wait covers the control plane; the suites need every worker Ready."""
+        kubectl = ensure_binaries(self.k8s_version, only=("kubernetes",)).kubectl
+        proc = subprocess.run([str(kubectl), "--kubeconfig", str(self.kubeconfig), "wait", "--for=condition=Ready",
+                               "nodes", "--all", "--timeout=120s"], capture_output=True, text=True, timeout=150)
+        if proc.returncode != 0:
+            raise ClusterError(f"kind cluster {self.cluster}: nodes not Ready within 120s: {last_line(proc)}"
+                               f"{self._node_diagnosis()}")
+
+    def _node_diagnosis(self) -> str:
+        """What a failed create leaves in the nodes' journals, in one clause."""
+        assert self.engine is not None
+        for container in (f"{self.cluster}-control-plane", *kind_node_names(self.cluster, self.topology).values()):
+            proc = docker(self.engine, ["exec", container, "sh", "-c",
+                                        "journalctl -u kubelet --no-pager -n 200 | grep -E ' E[0-9]{4} |failed' | tail -1"],
+                          timeout=30)
+            if proc.returncode == 0 and proc.stdout.strip():
+                return f" (kubelet on {container}: {proc.stdout.strip()[:300]})"
+        return ""
+
+    # -- provisioner on the host ---------------------------------------------------------------
+    @property
+    def _provisioner_state(self) -> Path:
+        assert self.directory is not None
+        return self.directory / "provisioner.json"
+
+    def _start_provisioner(self) -> None:
+        assert self.directory is not None
+        binary = ensure_binaries(self.k8s_version, only=("provisioner",)).provisioner
+        argv = [str(binary), f"--kubeconfig={self.kubeconfig}", f"-hostpath-root={HOSTPATH_VOLUME_ROOT}", "-v=2"]
+        _, record = spawn("provisioner", argv, self.directory / "provisioner.log", tie_to_parent=not self.detached)
+        self._provisioner_state.write_text(json.dumps(record.to_json()))
+
+    def _stop_provisioner(self) -> None:
+        try:
+            record = ProcessRecord.from_json(json.loads(self._provisioner_state.read_text()))
+        except (OSError, ValueError, KeyError):
+            return
+        stop(record, str(self.kubeconfig))
+        self._provisioner_state.unlink(missing_ok=True)
+
+    # -- down -----------------------------------------------------------------------------------
+    def _teardown(self, quiet: bool = False, keep_engine: bool = False) -> list[str]:
+        """Provisioner, cluster, network, files, and the engine if pvchaos started it
+        (unless `keep_engine`); returns what could not be removed."""
+        problems = []
+        self._stop_provisioner()
+        if self.engine is None:
+            try:
+                self.engine = ensure_engine()
+            except EngineError as exc:
+                return [str(exc)]
+        proc = self._kind("delete", "cluster", "--name", self.cluster, "--kubeconfig", str(self.kubeconfig),
+                          timeout=300)
+        if proc.returncode != 0:
+            problems.append(f"kind delete cluster {self.cluster}: {last_line(proc)}")
+        if self._owns_network:  # a network someone else left is never removed
+            net = docker(self.engine, ["network", "rm", self.network], timeout=60)
+            if net.returncode != 0 and "not found" not in (net.stderr or ""):
+                problems.append(f"docker network rm {self.network}: {last_line(net)}")
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        if not keep_engine:
+            stop_engine(self.engine)
+        if problems and not quiet:
+            _log("; ".join(problems))
+        return problems
+
+    def down(self, handle: ClusterHandle | None = None, keep_engine: bool = False) -> None:
+        if handle is not None and handle.name != self.cluster:
+            raise ClusterError(f"kind backend for {self.cluster!r} asked to delete {handle.name!r}")
+        problems = self._teardown(keep_engine=keep_engine)
+        if problems:
+            raise ClusterError("; ".join(problems))
+
+    def handle(self) -> ClusterHandle:
+        assert self.engine is not None
+        cfg = self.config()
+        gates = dict(cfg.get("featureGates", {}))
+        caps = {Capability.STATIC_PV, Capability.NODE_FAILURE, Capability.NODE_LABELS,
+                Capability.COMPONENT_RESTART, Capability.OWNED, Capability.EPHEMERAL_STORAGE,
+                Capability.DYNAMIC_LOCAL, Capability.DYNAMIC_ZONAL, Capability.REAL_KUBELET,
+                Capability.PROVISIONING_FAILURES}
+        if len(self.topology.zones) >= 2:
+            caps.add(Capability.ZONES)
+        if gates.get(MUTABLE_PV_GATE):
+            caps.add(Capability.MUTABLE_PV_AFFINITY)
+        names = kind_node_names(self.cluster, self.topology)
+        kcm = DEFAULT_KCM_FLAGS if self.kcm_flags is None else self.kcm_flags
+        return ClusterHandle(
+            name=self.cluster, backend="kind", kubeconfig=self.kubeconfig, context=f"kind-{self.cluster}",
+            k8s_version=self.k8s_version, capabilities=frozenset(caps), feature_gates=gates,
+            zonal_class_provisioner=ZONAL_PROVISIONER, local_class_provisioner=LOCAL_PROVISIONER,
+            faults=KindFaults(self.cluster, self.engine, kind_containers(self.cluster, self.topology), self.network),
+            directory=self.directory,
+            mountable_volumes=True,
+            description={
+                "kind": KIND_VERSION, "node image": self.image or "",
+                "docker engine": f"{self.engine.host} ({'started by pvchaos' if self.engine.owned else 'the user'})",
+                "provisioners": f"{ZONAL_PROVISIONER}, {LOCAL_PROVISIONER} (hostPath under {HOSTPATH_VOLUME_ROOT})",
+                "node-monitor-grace-period": kcm.get("node-monitor-grace-period", "50s (upstream default)"),
+                "nodes": ", ".join(f"{k}={v}" for k, v in names.items()),
+            },
+        )
+
+
+def _log(msg: str) -> None:
+    print(f"[pvchaos kind] {msg}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_yaml(kind_config()))

@@ -1,0 +1,166 @@
+"""The one declaration of the run options, rendered into every place that needs them.
+
+`pvchaos run` (argparse), the pytest plugin (`addoption`), the pytest command line the
+runner builds, and the cluster pool all read this dataclass, so an option added here
+exists everywhere at once and they cannot drift (`pvchaos run --zones` once did not).
+It lives in `clusters/` because the pool, the lowest layer that reads options, must
+import it. Each field's metadata says its flag and whether pytest sees it too
+(`pytest=False`: only `pvchaos run` has it, and turns it into pytest's own arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from pvchaos.clusters.local.config import minor_of, parse_feature_gates
+from pvchaos.tools.build import REPO_ROOT, ensure_binaries
+from pvchaos.tools.gates import known_gates
+
+BACKENDS = ("local", "kind", "existing")
+
+
+def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None,
+         choices: tuple[str, ...] | None = None, kind: type | None = None) -> dict[str, Any]:
+    return {"flag": flag, "help": help, "pytest": pytest, "action": action, "choices": choices, "type": kind}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything a run can be told; defaults are what `pvchaos run` does with no flags."""
+
+    backend: str = field(default="local", metadata=_opt(
+        "--backend", "where the suites run: local (default; a real control plane with KWOK nodes), kind or "
+        "existing; `pvchaos run` takes several, comma-separated (local,kind), and compares their verdicts"))
+    k8s_version: str = field(default="", metadata=_opt(
+        "--k8s-version", "Kubernetes version of local (or kind) clusters, e.g. v1.35.4"))
+    zones: str = field(default="3", metadata=_opt(
+        "--zones", "number of zones of local clusters, or a comma-separated list of names"))
+    nodes_per_zone: int = field(default=2, metadata=_opt("--nodes-per-zone", "nodes per zone of local clusters",
+                                                         kind=int))
+    feature_gates: str = field(default="", metadata=_opt(
+        "--feature-gates", "extra gates for local clusters, A=true,B=false"))
+    kubeconfig: str | None = field(default=None, metadata=_opt(
+        "--kubeconfig", "kubeconfig of an existing cluster (--backend existing)"))
+    context: str | None = field(default=None, metadata=_opt("--context", "context in --kubeconfig"))
+    allow_disruptive: bool = field(default=False, metadata=_opt(
+        "--allow-disruptive", "allow node/zone faults and label changes on a cluster pvchaos did not create",
+        action="store_true"))
+    allow_contexts: tuple[str, ...] = field(default=(), metadata=_opt(
+        "--allow-context", "a context name disruptive suites may run against (repeatable)", action="append"))
+    keep_cluster: bool = field(default=False, metadata=_opt(
+        "--keep-cluster", "leave shared clusters running after the run", action="store_true"))
+    profile: str | None = field(default=None, metadata=_opt(
+        "--profile", "a driver profile (upstream external storage test driver file)"))
+    no_canaries: bool = field(default=False, metadata=_opt(
+        "--no-canaries", "skip the per-cluster canaries (pvchaos/kit/canaries.py): every test then waits out "
+        "its own timeouts on a broken cluster, as the detection-power self-checks need", action="store_true"))
+    scale: bool = field(default=False, metadata=_opt(
+        "--scale", "also run the tests marked scale (PVC storms: suites/test_scale.py); without it they are "
+        "deselected", action="store_true"))
+    scale_size: str = field(default="60x120", metadata=_opt(
+        "--scale-size", "NODESxPODS of the scale suite's storms (default 60x120, sized for CI; "
+        "bench/storm.py runs 1000x2000)"))
+    # -- `pvchaos run` only: rendered into pytest's own arguments ------------------------------
+    suites: tuple[str, ...] = field(default=(), metadata=_opt(
+        "--suites", "comma-separated suite names (default: all)", pytest=False, action="append"))
+    keyword: str | None = field(default=None, metadata=_opt("-k", "pytest -k expression", pytest=False))
+    workers: str = field(default="auto", metadata=_opt(
+        "--workers", "parallel workers (pytest-xdist); 0 runs in one process", pytest=False))
+    report_dir: Path = field(default=REPO_ROOT / "reports", metadata=_opt(
+        "--report-dir", "where the Allure results, report, JUnit XML and summary go", pytest=False, kind=Path))
+    pytest_args: tuple[str, ...] = ()  # after `--` on the command line, passed to pytest as they are
+
+
+def _declared() -> list[tuple[str, Mapping[str, Any], Any]]:
+    """(field name, metadata, default) of every option with a flag."""
+    return [(f.name, f.metadata, f.default) for f in fields(Options) if f.metadata and f.default is not MISSING]
+
+
+def add_options(add: Callable[..., Any], pytest_side: bool) -> None:
+    """Declare the options on an argparse parser's or a pytest group's `add...` method
+    (both take the same keywords); `pytest_side` leaves out the run-only ones."""
+    for name, meta, default in _declared():
+        if pytest_side and not meta["pytest"]:
+            continue
+        kwargs: dict[str, Any] = {"dest": name, "help": meta["help"]}
+        if meta["action"]:
+            kwargs["action"] = meta["action"]
+            kwargs["default"] = [] if meta["action"] == "append" else default
+        else:
+            kwargs["default"] = default
+        if meta["choices"]:
+            kwargs["choices"] = meta["choices"]
+        if meta["type"] is int:
+            kwargs["type"] = int
+        add(meta["flag"], **kwargs)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """`pvchaos run`'s arguments: every option, then what follows `--` for pytest."""
+    add_options(parser.add_argument, pytest_side=False)
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --, passed to pytest")
+
+
+def from_values(get: Callable[[str], Any], pytest_side: bool) -> Options:
+    """Options from parsed values (`vars(namespace).get` or pytest's `config.getoption`)."""
+    values: dict[str, Any] = {}
+    for name, meta, _ in _declared():
+        if pytest_side and not meta["pytest"]:
+            continue
+        value = get(name)
+        if name == "suites":
+            value = tuple(s for part in value or () for s in str(part).split(",") if s)
+        elif meta["action"] == "append":
+            value = tuple(value or ())
+        elif meta["type"] is Path and value is not None:
+            value = Path(value).resolve()
+        values[name] = value
+    if not pytest_side:
+        extra = list(get("pytest_args") or ())
+        values["pytest_args"] = tuple(extra[1:] if extra[:1] == ["--"] else extra)
+    return Options(**values)
+
+
+def pytest_flags(options: Options) -> list[str]:
+    """The pytest-side options that differ from their defaults, as `--flag=value` arguments."""
+    argv: list[str] = []
+    for name, meta, default in _declared():
+        value = getattr(options, name)
+        if not meta["pytest"] or value == default or value == ():
+            continue
+        if meta["action"] == "store_true":
+            argv.append(meta["flag"])
+        elif meta["action"] == "append":
+            argv += [f"{meta['flag']}={v}" for v in value]
+        elif value is not None and value != "":
+            argv.append(f"{meta['flag']}={value}")
+    return argv
+
+
+def binary_gates(k8s_version: str) -> frozenset[str]:
+    """The gates the version's own kube-apiserver knows (built on first use, then cached)."""
+    return known_gates(ensure_binaries(k8s_version, only=["kubernetes"]).kube_apiserver)
+
+
+def check_feature_gates(text: str, k8s_version: str,
+                        known: Callable[[str], frozenset[str]] | None = None) -> dict[str, bool]:
+    """`--feature-gates` for a local cluster of `k8s_version`: well-formed (NAME=true|false)
+    and each gate known to that version, else ValueError with one line. The one check
+    `pvchaos run`, `pvchaos cluster up` and the pytest plugin share."""
+    gates = parse_feature_gates(text)
+    if not gates:
+        return gates
+    minor_of(k8s_version)
+    names = (known or binary_gates)(k8s_version)
+    unknown = sorted(set(gates) - names)
+    if unknown:
+        hints = [m for u in unknown for m in difflib.get_close_matches(u, sorted(names), n=1)]
+        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+        raise ValueError(f"--feature-gates: {', '.join(unknown)}: no such gate in Kubernetes {k8s_version}"
+                         f"{hint}; its kube-apiserver --help lists {len(names)}")
+    return gates

@@ -1,0 +1,113 @@
+"""Why a pod is Pending: per node, the constraints that exclude it, the root cause, and
+whether kube-scheduler's latest FailedScheduling message agrees.
+
+This is the troubleshooting people do by hand (read the events, the claims, their PVs'
+nodeAffinity, the classes' binding mode and allowedTopologies, the node labels and
+taints, and reason it out). ``verdicts`` judges each node, ``causes`` names the root
+cause, ``scheduler_message`` reads the scheduler's counts; a disagreement is reported,
+never hidden. Pure: the caller passes plain Kubernetes JSON (``Scene``); no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pvchaos.conformance import scheduler_message
+from pvchaos.conformance.causes import Cause, root_cause
+from pvchaos.conformance.types import KubeObject, dig
+from pvchaos.conformance.verdicts import (
+    ClaimState, Exclusion, NodeVerdict, Scene, claim_states, node_verdict, pod_key, pod_wide_exclusion, pvs_by_name,
+)
+
+__all__ = ["Agreement", "Cause", "ClaimState", "Exclusion", "Explanation", "NodeVerdict", "Scene", "explain"]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The scheduler's latest FailedScheduling message against the prediction."""
+
+    message: str | None
+    predicted: Mapping[str, int]
+    predicted_pod_wide: str | None
+    agrees: bool | None  # None: no filter message to compare with
+    differences: tuple[str, ...] = ()
+    parsed: scheduler_message.SchedulerMessage | None = None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    pod: str
+    nodes: tuple[NodeVerdict, ...]
+    claims: tuple[ClaimState, ...]
+    pod_wide: Exclusion | None
+    cause: Cause
+    scheduler: Agreement
+
+    @property
+    def fitting(self) -> tuple[str, ...]:
+        return () if self.pod_wide else tuple(v.node for v in self.nodes if v.fits)
+
+
+# ---- agreement with the scheduler -------------------------------------------------------------
+
+def _event_time(event: KubeObject) -> str:
+    return str(dig(event, "series", "lastObservedTime") or dig(event, "lastTimestamp") or dig(event, "eventTime")
+               or dig(event, "metadata", "creationTimestamp") or "")
+
+
+def latest_failed_scheduling(scene: Scene) -> KubeObject | None:
+    """The newest FailedScheduling event about this pod (same uid when the event has one)."""
+    uid = dig(scene.pod, "metadata", "uid")
+    found = [e for e in scene.events
+             if dig(e, "reason") == "FailedScheduling" and dig(e, "involvedObject", "kind") == "Pod"
+             and dig(e, "involvedObject", "name") == dig(scene.pod, "metadata", "name")
+             and (not uid or not dig(e, "involvedObject", "uid") or dig(e, "involvedObject", "uid") == uid)]
+    return max(found, key=_event_time) if found else None
+
+
+def agreement(scene: Scene, verdicts: Sequence[NodeVerdict], pod_wide: Exclusion | None) -> Agreement:
+    """Compare the predicted per-reason node counts with the scheduler's latest message."""
+    predicted: Counter[str] = Counter()
+    if pod_wide is None:
+        for v in verdicts:
+            predicted.update(v.scheduler_reasons())
+    wide = pod_wide.reasons[0] if pod_wide else None
+    event = latest_failed_scheduling(scene)
+    if event is None:
+        return Agreement(None, dict(predicted), wide, None, ("no FailedScheduling event for this pod",))
+    text = str(dig(event, "message", default=""))
+    parsed = scheduler_message.parse(text, scene.minor)
+    differences = []
+    if parsed.total is None:
+        return Agreement(text, dict(predicted), wide, None, ("the latest message is not a filter verdict",), parsed)
+    if parsed.total != len(verdicts):
+        differences.append(f"the scheduler counted {parsed.total} nodes, explain sees {len(verdicts)}")
+    if wide is not None or parsed.pod_wide is not None:
+        if parsed.pod_wide_key != wide:
+            differences.append(f"the scheduler says {parsed.pod_wide or dict(parsed.counts)!r}, explain predicts "
+                               f"{wide or dict(predicted)}")
+    else:
+        for key in sorted(set(predicted) | set(parsed.counts)):
+            if predicted.get(key, 0) != parsed.counts.get(key, 0):
+                differences.append(f"{key}: the scheduler counts {parsed.counts.get(key, 0)} node(s), "
+                                   f"explain {predicted.get(key, 0)}")
+        for reason, count in parsed.unknown.items():
+            differences.append(f"not modelled by explain: {count} {reason}")
+    return Agreement(text, dict(predicted), wide, not differences, tuple(differences), parsed)
+
+
+# ---- the whole pod ---------------------------------------------------------------------------
+
+def explain(scene: Scene) -> Explanation:
+    """Per-node verdicts, claim states, the root cause and the scheduler's agreement."""
+    claims = claim_states(scene)
+    pvs = pvs_by_name(scene)
+    verdicts = tuple(node_verdict(scene, node, claims, pvs) for node in sorted(scene.nodes, key=lambda n: str(dig(n, 'metadata', 'name', default=''))))
+    pod_wide = pod_wide_exclusion(claims)
+    cause = root_cause(scene, verdicts, claims, pod_wide)
+    return Explanation(pod_key(scene.pod), verdicts, tuple(claims), pod_wide, cause,
+                       agreement(scene, verdicts, pod_wide))
+
+

@@ -1,0 +1,181 @@
+"""What provisions volumes, as an object the suites ask: upstream's TestDriver, in Python.
+
+Upstream's storage suites never build a StorageClass by hand: they call the driver's
+`GetDynamicProvisionStorageClass` and then set the binding mode or allowed topologies
+the pattern needs (test/e2e/storage/framework/testdriver.go, external/external.go).
+Here a suite calls `ws.driver.storage_class(name, binding_mode, allowed_zones)`; the
+harness's own test provisioners and a vendor's driver profile answer the same call, so
+the profile's class (with its `parameters`) reaches every suite.
+
+- `HarnessDriver`: the cluster's own test provisioners (zonal and node-local), as the
+  backend declared them on its handle.
+- `ProfileDriver`: a driver profile (drivers/profile.py). `FromName` uses the driver name
+  as provisioner; `FromFile` copies the file's class (provisioner, parameters, mount
+  options, expansion); `FromExistingClassName` copies the named class from the cluster,
+  as upstream does, so the suites never change the vendor's own class.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterHandle
+from pvchaos.drivers.profile import DriverProfile, effective_capabilities, missing_reason
+from pvchaos.kube import builders as b
+from pvchaos.kube import kinds
+from pvchaos.kube.client import Kube
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.objects import ZONE_KEY
+
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+_COPIED = ("provisioner", "parameters", "mountOptions", "allowVolumeExpansion", "reclaimPolicy")
+
+
+class DriverError(RuntimeError):
+    """The driver cannot give a suite what it asked for; the message names the driver."""
+
+
+class Driver(Protocol):
+    """A storage driver as the suites see it."""
+
+    name: str
+
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+
+    def missing(self, capability: str) -> CapabilityMissing | None:
+        """Why a test needing `capability` cannot run with this driver, or None."""
+        ...
+
+    def storage_class(self, name: str, binding_mode: str = "WaitForFirstConsumer",
+                      allowed_zones: Sequence[str] | None = None, reclaim: str | None = None,
+                      allowed_topologies: Mapping[str, Sequence[str]] | None = None) -> Obj:
+        """The body of a dynamic-provisioning class for one test (create it with ws.create)."""
+        ...
+
+    def local_class(self, name: str, reclaim: str | None = None) -> Obj:
+        """A WaitForFirstConsumer class whose volumes are pinned to one node."""
+        ...
+
+
+def _topologies(allowed_zones: Sequence[str] | None, allowed_topologies: Mapping[str, Sequence[str]] | None,
+                zone_key: str) -> list[Obj]:
+    """allowedTopologies from zones (on the driver's zone key) and/or any other keys."""
+    return b.allowed_topologies({**({zone_key: list(allowed_zones)} if allowed_zones else {}),
+                                 **(allowed_topologies or {})})
+
+
+def _shape(base: Obj, name: str, binding_mode: str, topologies: list[Obj], reclaim: str | None) -> Obj:
+    """A class for one test: the driver's base with this test's name, mode and topology."""
+    sc = {k: copy.deepcopy(v) for k, v in base.items() if k in _COPIED}
+    sc.update({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name, "labels": {}},
+               "volumeBindingMode": binding_mode})
+    sc["reclaimPolicy"] = reclaim or sc.get("reclaimPolicy") or "Delete"
+    if topologies:
+        sc["allowedTopologies"] = topologies
+    return sc
+
+
+@dataclass(frozen=True)
+class HarnessDriver:
+    """The backend's own test provisioners (local: the zonal CSI test driver and the
+    node-local one)."""
+
+    cluster: ClusterHandle
+
+    @property
+    def name(self) -> str:
+        return self.cluster.zonal_class_provisioner or f"{self.cluster.backend} (no provisioner)"
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return self.cluster.capabilities
+
+    def missing(self, capability: str) -> CapabilityMissing | None:
+        return missing_for(self.cluster.capabilities, self.cluster.backend, None, capability)
+
+    def storage_class(self, name: str, binding_mode: str = "WaitForFirstConsumer",
+                      allowed_zones: Sequence[str] | None = None, reclaim: str | None = None,
+                      allowed_topologies: Mapping[str, Sequence[str]] | None = None) -> Obj:
+        if not self.cluster.zonal_class_provisioner:
+            raise DriverError(f"backend {self.cluster.backend} has no zonal provisioner (no dynamic-zonal)")
+        base = {"provisioner": self.cluster.zonal_class_provisioner}
+        return _shape(base, name, binding_mode, _topologies(allowed_zones, allowed_topologies, ZONE_KEY), reclaim)
+
+    def local_class(self, name: str, reclaim: str | None = None) -> Obj:
+        if not self.cluster.local_class_provisioner:
+            raise DriverError(f"backend {self.cluster.backend} has no node-local provisioner (no dynamic-local)")
+        return b.storage_class(name, self.cluster.local_class_provisioner, "WaitForFirstConsumer",
+                               reclaim=reclaim or "Delete")
+
+
+@dataclass(frozen=True)
+class ProfileDriver:
+    """A vendor's driver, from its profile; `kube` reads a FromExistingClassName class."""
+
+    profile: DriverProfile
+    cluster: ClusterHandle
+    kube: Kube | None = None
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return effective_capabilities(self.cluster.capabilities, self.profile)
+
+    def missing(self, capability: str) -> CapabilityMissing | None:
+        return missing_for(self.cluster.capabilities, self.cluster.backend, self.profile, capability)
+
+    def base_class(self) -> Obj:
+        """The driver's class as its profile names it (upstream's precedence: FromName,
+        FromExistingClassName, FromFile)."""
+        source = self.profile.storage_class_source
+        if source == "FromExistingClassName":
+            if self.kube is None:
+                raise DriverError(f"driver {self.name}: FromExistingClassName needs a cluster to read the class from")
+            name = self.profile.storage_class_name or ""
+            existing = kinds.get(self.kube, "StorageClass", name)
+            if existing is None:
+                raise DriverError(f"driver {self.name}: StorageClass.FromExistingClassName {name!r} "
+                                  f"does not exist in the cluster")
+            return existing
+        if source in ("FromName", "FromFile") and self.profile.storage_class:
+            return self.profile.storage_class
+        raise DriverError(f"driver {self.name}: the profile sets no StorageClass source (no dynamic provisioning)")
+
+    def storage_class(self, name: str, binding_mode: str = "WaitForFirstConsumer",
+                      allowed_zones: Sequence[str] | None = None, reclaim: str | None = None,
+                      allowed_topologies: Mapping[str, Sequence[str]] | None = None) -> Obj:
+        zone_key = next((k for k in self.profile.topology_keys if "zone" in k), ZONE_KEY)
+        return _shape(self.base_class(), name, binding_mode,
+                      _topologies(allowed_zones, allowed_topologies, zone_key), reclaim)
+
+    def local_class(self, name: str, reclaim: str | None = None) -> Obj:
+        if Capability.DYNAMIC_LOCAL not in self.capabilities:
+            raise DriverError(f"driver {self.name}: no dynamic-local (singleNodeVolume and topology)")
+        return self.storage_class(name, "WaitForFirstConsumer", reclaim=reclaim)
+
+
+def missing_for(backend_capabilities: frozenset[str], backend: str, profile: DriverProfile | None,
+                capability: str) -> CapabilityMissing | None:
+    """Why a test needing `capability` cannot run on this backend with this driver (None:
+    it can). Needs only the capabilities, so it is decided before a cluster starts."""
+    effective = effective_capabilities(backend_capabilities, profile) if profile else backend_capabilities
+    if capability in effective:
+        return None
+    reason = missing_reason(profile, capability) if profile else None
+    if reason is None:
+        return CapabilityMissing(capability, f"backend {backend}")
+    return CapabilityMissing(reason[0], f"driver {profile.name}", reason[1]) if profile else None
+
+
+def driver_for(cluster: ClusterHandle, profile: DriverProfile | None, kube: Kube | None = None) -> Driver:
+    """The driver of this run: the profile's when one was given, else the backend's own."""
+    if profile is None:
+        return HarnessDriver(cluster)
+    return ProfileDriver(profile, cluster, kube)

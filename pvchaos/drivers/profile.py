@@ -1,0 +1,402 @@
+"""Driver profiles: upstream's external storage test driver file, read strictly.
+
+CSI vendors already describe their driver for the Kubernetes e2e suite with a file given
+to `-storage.testdriver` (kubernetes test/e2e/storage/external/external.go, struct
+`driverDefinition`, and framework/testdriver.go, struct `DriverInfo` and the `Cap*`
+constants). We accept that exact file, YAML or JSON, with upstream's key names and
+nesting (case-sensitive, as apimachinery decodes them). Upstream silently ignores unknown
+keys, so a typo quietly disables tests; here a typo is an error naming the key, where it
+is, and the nearest valid key. The key lists below are the union of Kubernetes 1.35.4,
+1.36.3 and 1.37.2 (read from their source), plus `ShortName`: upstream's own testdata
+and many vendor files carry it at the top level, and upstream ignores it.
+
+A profile's capabilities become harness capability names (`harness_capabilities`), and a
+suite that needs one the driver lacks skips with a reason naming the profile capability.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pvchaos.clusters.backend import Capability
+from pvchaos.conformance.quantity import parse_quantity
+
+UPSTREAM_CAPABILITIES = (
+    "persistence", "block", "fsGroup", "volumeMountGroup", "exec", "snapshotDataSource",
+    "snapshotMetadata", "groupSnapshot", "pvcDataSource", "multipods", "RWX", "controllerExpansion",
+    "nodeExpansion", "offlineExpansion", "onlineExpansion", "volumeLimits", "singleNodeVolume",
+    "topology", "capacity", "FSResizeFromSourceNotSupported", "readWriteOncePod",
+    "multiplePVsSameID", "capReadOnlyMany", "seLinuxMount",
+)
+TIMEOUT_KEYS = (
+    "Poll", "PodStart", "PodStartShort", "PodStartSlow", "PodDelete", "ClaimProvision",
+    "DataSourceProvision", "ClaimProvisionShort", "ClaimBound", "PVReclaim", "PVBound", "PVCreate",
+    "PVDelete", "PVDeleteSlow", "SnapshotCreate", "SnapshotDelete", "SnapshotControllerMetrics",
+    "SystemPodsStartup", "NodeSchedulable", "SystemDaemonsetStartup", "NodeNotReady",
+    "ClaimUnusedCondition",
+)
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+DEFAULT_SIZE_MIN = "5Gi"  # what loadDriverDefinition presets
+
+_CLASS = {"FromName": "bool", "FromFile": "str", "FromExistingClassName": "str"}
+_DRIVER_INFO: dict[str, Any] = {
+    "Name": "str", "InTreePluginName": "str", "TestTags": "list", "MaxFileSize": "int",
+    "SupportedSizeRange": {"Min": "quantity", "Max": "quantity"},
+    "SupportedFsType": "set", "SupportedMountOption": "set", "RequiredMountOption": "set",
+    "Capabilities": "capabilities", "RequiredAccessModes": "accessmodes",
+    "TopologyKeys": "strlist", "NumAllowedTopologies": "int",
+    "StressTestOptions": {"NumPods": "int", "NumRestarts": "int"},
+    "VolumeSnapshotStressTestOptions": {"NumPods": "int", "NumSnapshots": "int"},
+    "VolumeModifyStressTestOptions": {"NumPods": "int"},
+    "VolumeGroupSnapshotStressTestOptions": {"NumPods": "int", "NumSnapshots": "int"},
+    "PerformanceTestOptions": {"ProvisioningOptions": {
+        "VolumeSize": "quantity", "Count": "int",
+        "ExpectedMetrics": {"AvgLatency": "int", "Throughput": "number"}}},
+}
+SCHEMA: dict[str, Any] = {
+    "ShortName": "str",
+    "DriverInfo": _DRIVER_INFO,
+    "StorageClass": _CLASS,
+    "VolumeAttributesClass": {"FromFile": "str", "FromExistingClassName": "str"},
+    "SnapshotClass": _CLASS,
+    "GroupSnapshotClass": _CLASS,
+    "InlineVolumes": [{"Attributes": "strmap", "Shared": "bool", "ReadOnly": "bool"}],
+    "ClientNodeName": "str",
+    "NodeSelectors": "strmap",
+    "Timeouts": "timeouts",
+}
+_DURATION = re.compile(r"^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$")
+
+HARNESS_PROVISIONER = "harness-provisioner"  # a requirement no driver profile meets
+
+# Harness capability -> what the profile must declare ("dynamic": a StorageClass source;
+# "TopologyKeys": a non-empty list, as upstream's topology suite skips without one).
+REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    Capability.ZONES: ("topology", "TopologyKeys"),
+    Capability.DYNAMIC_ZONAL: ("dynamic", "topology", "TopologyKeys"),
+    Capability.DYNAMIC_LOCAL: ("dynamic", "topology", "TopologyKeys", "singleNodeVolume"),
+    Capability.STATIC_PV: ("persistence",),
+    Capability.BLOCK: ("block",),
+    Capability.RWX: ("RWX",),
+    # Only the harness's own provisioners read pvchaos.dev/fail-*: no profile has it.
+    Capability.PROVISIONING_FAILURES: (HARNESS_PROVISIONER,),
+}
+DRIVER_GATED = frozenset(REQUIREMENTS)
+
+
+class ProfileError(ValueError):
+    """A profile was refused; the message is one line naming the file, key and reason."""
+
+
+@dataclass(frozen=True)
+class DriverProfile:
+    """What the suites need from a driver file; `raw` keeps the file as read."""
+
+    name: str
+    short_name: str
+    capabilities: dict[str, bool]
+    topology_keys: tuple[str, ...] = ()
+    num_allowed_topologies: int = 1
+    size_min: str = DEFAULT_SIZE_MIN
+    size_max: str | None = None
+    storage_class_source: str | None = None  # FromName | FromExistingClassName | FromFile
+    storage_class_name: str | None = None  # FromExistingClassName
+    storage_class: dict[str, Any] | None = None  # FromName (provisioner only) or the FromFile object
+    storage_class_file: str | None = None
+    snapshot_class_source: str | None = None
+    supported_fs_types: tuple[str, ...] = ("",)
+    required_access_modes: tuple[str, ...] = ()
+    inline_volumes: int = 0
+    timeouts: dict[str, str] = field(default_factory=dict)
+    source: str = "<profile>"
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def dynamic(self) -> bool:
+        return self.storage_class_source is not None
+
+    def has(self, capability: str) -> bool:
+        """Upstream reads a capability missing from the map as false."""
+        return bool(self.capabilities.get(capability, False))
+
+
+# ---- strict reading ------------------------------------------------------------------
+
+def _where(path: str) -> str:
+    return f"in {path}" if path else "at the top level"
+
+
+def _homes(key: str, spec: Any = SCHEMA, path: str = "") -> list[str]:
+    """Where else in the schema `key` is valid: the usual mistake is the wrong section."""
+    if isinstance(spec, list):
+        return _homes(key, spec[0], f"{path}[]")
+    if not isinstance(spec, dict):
+        return []
+    found = [path or "the top level"] if key in spec else []
+    for name, sub in spec.items():
+        found += _homes(key, sub, f"{path}.{name}" if path else name)
+    return found
+
+
+def _unknown(source: str, key: str, path: str, valid: Iterable[str]) -> ProfileError:
+    valid = list(valid)
+    folded = [v for v in valid if v.lower() == str(key).lower()]
+    near = folded or difflib.get_close_matches(str(key), valid, n=1, cutoff=0.6)
+    homes = _homes(str(key))
+    if near:
+        hint = f"did you mean {near[0]!r}?"
+    elif homes:
+        hint = f"{key!r} belongs in {' or '.join(homes)}"
+    else:
+        hint = f"valid keys: {', '.join(valid)}"
+    return ProfileError(f"driver profile {source}: unknown key {key!r} {_where(path)}; {hint}")
+
+
+def _type_error(source: str, path: str, want: str, value: Any) -> ProfileError:
+    return ProfileError(f"driver profile {source}: {path} must be {want}, got {type(value).__name__} {value!r}")
+
+
+def _check(source: str, spec: Any, value: Any, path: str) -> Any:
+    """Validate `value` against `spec`; returns it normalised (Timeouts keys canonical)."""
+    if value is None:  # null leaves a Go field at its zero value
+        return None
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            raise _type_error(source, path or "the file", "a mapping", value)
+        out = {}
+        for key, item in value.items():
+            if key not in spec:
+                raise _unknown(source, key, path, spec)
+            out[key] = _check(source, spec[key], item, f"{path}.{key}" if path else str(key))
+        return out
+    if isinstance(spec, list):
+        if not isinstance(value, list):
+            raise _type_error(source, path, "a list", value)
+        return [_check(source, spec[0], item, f"{path}[{i}]") for i, item in enumerate(value)]
+    return _leaf(source, spec, value, path)
+
+
+def _leaf(source: str, kind: str, value: Any, path: str) -> Any:
+    simple = {"str": (str, "a string"), "bool": (bool, "true or false"), "list": (list, "a list")}
+    if kind in simple:
+        typ, want = simple[kind]
+        if not isinstance(value, typ):
+            raise _type_error(source, path, want, value)
+        return value
+    if kind in ("int", "number"):
+        ok = (int,) if kind == "int" else (int, float)
+        if isinstance(value, bool) or not isinstance(value, ok):
+            raise _type_error(source, path, "an integer" if kind == "int" else "a number", value)
+        return value
+    if kind == "quantity":
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise _type_error(source, path, "a quantity such as 5Gi", value)
+        try:
+            if parse_quantity(value) < 0:
+                raise ProfileError(f"driver profile {source}: {path} {value!r} is negative")
+        except ProfileError:
+            raise
+        except ValueError:
+            raise ProfileError(f"driver profile {source}: {path} {value!r} is not a quantity such as 5Gi") from None
+        return str(value)
+    if kind == "set":  # sets.String decodes from a mapping: `ext4: {}`
+        if not isinstance(value, dict):
+            raise _type_error(source, path, "a mapping such as {ext4: {}} (upstream decodes a set)", value)
+        return value
+    if kind in ("strlist", "accessmodes"):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _type_error(source, path, "a list of strings", value)
+        for v in value if kind == "accessmodes" else ():
+            if v not in ACCESS_MODES:
+                raise _unknown(source, v, path, ACCESS_MODES)
+        return value
+    if kind == "strmap":
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise _type_error(source, path, "a mapping of strings", value)
+        return value
+    if kind == "capabilities":
+        if not isinstance(value, dict):
+            raise _type_error(source, path, "a mapping of capability: true|false", value)
+        for cap, flag in value.items():
+            if cap not in UPSTREAM_CAPABILITIES:
+                raise _unknown(source, cap, path, UPSTREAM_CAPABILITIES)
+            if not isinstance(flag, bool):
+                raise _type_error(source, f"{path}.{cap}", "true or false", flag)
+        return value
+    if kind == "timeouts":  # decoded by encoding/json upstream: keys match case-insensitively
+        if not isinstance(value, dict):
+            raise _type_error(source, path, "a mapping of timeout: duration", value)
+        out = {}
+        for key, dur in value.items():
+            canonical = next((k for k in TIMEOUT_KEYS if k.lower() == str(key).lower()), None)
+            if canonical is None:
+                raise _unknown(source, key, path, TIMEOUT_KEYS)
+            if not isinstance(dur, str) or not _DURATION.match(dur):
+                raise _type_error(source, f"{path}.{key}", "a Go duration such as 5m or 90s", dur)
+            out[canonical] = dur
+        return out
+    raise AssertionError(f"unknown schema kind {kind}")
+
+
+def _class_source(section: Mapping[str, Any] | None) -> str | None:
+    """Upstream's precedence in GetDynamicProvisionStorageClass: FromName, then
+    FromExistingClassName, then FromFile."""
+    section = section or {}
+    if section.get("FromName"):
+        return "FromName"
+    if section.get("FromExistingClassName"):
+        return "FromExistingClassName"
+    if section.get("FromFile"):
+        return "FromFile"
+    return None
+
+
+def _load_class_file(source: str, name: str, base: Path) -> dict[str, Any]:
+    path = Path(name) if Path(name).is_absolute() else base / name
+    try:
+        obj = yaml.safe_load(path.read_text())
+    except OSError:
+        raise ProfileError(f"driver profile {source}: StorageClass.FromFile {name!r}: no such file "
+                           f"(relative paths are read from {base})") from None
+    except yaml.YAMLError:
+        raise ProfileError(f"driver profile {source}: StorageClass.FromFile {name!r} is not YAML") from None
+    if not isinstance(obj, dict) or obj.get("kind") != "StorageClass":
+        raise ProfileError(f"driver profile {source}: StorageClass.FromFile {name!r} holds no StorageClass")
+    return obj
+
+
+def parse_profile(data: Any, source: str = "<profile>", base_dir: Path | None = None) -> DriverProfile:
+    """Check a decoded driver file and build the profile; `base_dir` resolves FromFile."""
+    checked = _check(source, SCHEMA, data, "")
+    if not isinstance(checked, dict):
+        raise ProfileError(f"driver profile {source}: the file is empty")
+    info = checked.get("DriverInfo") or {}
+    name = info.get("Name")
+    if not name:
+        raise ProfileError(f"driver profile {source}: DriverInfo.Name not set")
+    sizes = info.get("SupportedSizeRange") or {}
+    size_min, size_max = sizes.get("Min") or DEFAULT_SIZE_MIN, sizes.get("Max")
+    if size_max is not None and parse_quantity(size_min) > parse_quantity(size_max):
+        raise ProfileError(f"driver profile {source}: DriverInfo.SupportedSizeRange.Min {size_min} "
+                           f"is larger than Max {size_max}")
+    num_topologies = info.get("NumAllowedTopologies")
+    if num_topologies is not None and num_topologies <= 0:
+        raise ProfileError(f"driver profile {source}: DriverInfo.NumAllowedTopologies must be positive, "
+                           f"got {num_topologies}")
+    caps = dict(info.get("Capabilities") or {})
+    if caps.get("controllerExpansion"):  # as loadDriverDefinition does, for compatibility
+        caps.setdefault("onlineExpansion", True)
+        caps.setdefault("offlineExpansion", True)
+    sc = checked.get("StorageClass") or {}
+    sc_source = _class_source(sc)
+    sc_obj: dict[str, Any] | None = None
+    if sc_source == "FromName":
+        sc_obj = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": name}
+    elif sc_source == "FromFile" and base_dir is not None:
+        sc_obj = _load_class_file(source, sc["FromFile"], base_dir)
+    fs_types = info.get("SupportedFsType")
+    return DriverProfile(
+        name=name, short_name=checked.get("ShortName") or name, capabilities=caps,
+        topology_keys=tuple(info.get("TopologyKeys") or ()), num_allowed_topologies=num_topologies or 1,
+        size_min=size_min, size_max=size_max, storage_class_source=sc_source,
+        storage_class_name=sc.get("FromExistingClassName") if sc_source == "FromExistingClassName" else None,
+        storage_class=sc_obj, storage_class_file=sc.get("FromFile") if sc_source == "FromFile" else None,
+        snapshot_class_source=_class_source(checked.get("SnapshotClass")),
+        supported_fs_types=tuple(fs_types) if fs_types is not None else ("",),
+        required_access_modes=tuple(info.get("RequiredAccessModes") or ()),
+        inline_volumes=len(checked.get("InlineVolumes") or ()), timeouts=dict(checked.get("Timeouts") or {}),
+        source=source, raw=checked,
+    )
+
+
+def load_profile(path: Path | str) -> DriverProfile:
+    """Read a .yaml or .json driver file (JSON is YAML, so one loader serves both)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ProfileError(f"driver profile {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0]
+        raise ProfileError(f"driver profile {path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {first}") from None
+    return parse_profile(data, str(path), path.parent)
+
+
+def check_against_cluster(profile: DriverProfile, nodes: Iterable[Mapping[str, Any]]) -> None:
+    """Refuse a profile whose TopologyKeys name a label no node has. `nodes` are Node
+    objects as Kubernetes JSON, or plain label mappings."""
+    present: set[str] = set()
+    for node in nodes:
+        labels = (node.get("metadata") or {}).get("labels") if "metadata" in node else node
+        present |= set(labels or {})
+    for key in profile.topology_keys:
+        if key not in present:
+            near = difflib.get_close_matches(key, sorted(present), n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ProfileError(f"driver profile {profile.source}: DriverInfo.TopologyKeys entry {key!r} "
+                               f"is on no node of the cluster{hint}")
+
+
+# ---- capabilities --------------------------------------------------------------------
+
+def _missing(profile: DriverProfile, capability: str) -> str | None:
+    """The first profile requirement of a harness capability that is not met, or None."""
+    for need in REQUIREMENTS.get(capability, ()):
+        if need == "dynamic" and not profile.dynamic:
+            return need
+        if need == "TopologyKeys" and not profile.topology_keys:
+            return need
+        if need == HARNESS_PROVISIONER:
+            return need
+        if need not in ("dynamic", "TopologyKeys") and not profile.has(need):
+            return need
+    return None
+
+
+def harness_capabilities(profile: DriverProfile) -> frozenset[str]:
+    """The driver-dependent harness capabilities this driver provides."""
+    return frozenset(c for c in REQUIREMENTS if _missing(profile, c) is None)
+
+
+def effective_capabilities(backend: Iterable[str], profile: DriverProfile) -> frozenset[str]:
+    """What a run with this driver on this backend may use: the backend's own capabilities,
+    minus the driver-dependent ones the driver lacks, plus the driver-only ones it has
+    (block, RWX and dynamic provisioning come from the driver, not from the nodes)."""
+    backend = frozenset(backend)
+    driver = harness_capabilities(profile)
+    driver_only = {Capability.BLOCK, Capability.RWX, Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}
+    return (backend - DRIVER_GATED) | (backend & driver) | (driver & driver_only)
+
+
+def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str, str] | None:
+    """(the capability word to report, the profile field that decides it) when a suite
+    needing `needed_capability` cannot run with this driver; None if it may run."""
+    need = _missing(profile, needed_capability)
+    if need is None:
+        return None
+    word = "topology" if needed_capability == Capability.ZONES and need == "topology" else needed_capability
+    if need == "dynamic":
+        return word, "profile sets no StorageClass.FromName, FromExistingClassName or FromFile"
+    if need == "TopologyKeys":
+        return word, "profile lists no DriverInfo.TopologyKeys"
+    if need == HARNESS_PROVISIONER:
+        return word, "only the harness's own provisioners fail on pvchaos.dev/fail-* class parameters"
+    if need in profile.capabilities:
+        return word, f"profile capability {need}={str(profile.capabilities[need]).lower()}"
+    return word, f"profile capability {need} unset, read as false"
+
+
+def skip_reason(profile: DriverProfile, needed_capability: str) -> str | None:
+    """Why a suite needing `needed_capability` skips with this driver; None if it may run."""
+    reason = missing_reason(profile, needed_capability)
+    return None if reason is None else f"driver {profile.name}: no {reason[0]} ({reason[1]})"

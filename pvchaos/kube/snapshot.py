@@ -1,0 +1,17 @@
+"""Read the whole cluster state the invariant checker needs, in one place."""
+
+from __future__ import annotations
+
+from pvchaos.conformance.invariants import Snapshot
+from pvchaos.kube import objects as o
+from pvchaos.kube.client import Kube
+from pvchaos.kube.kinds import list_objects
+
+
+def take(kube: Kube) -> Snapshot:
+    """Pods and PVCs of every namespace, every PV and Node."""
+    namespaces = list_objects(kube, "Namespace")[0]
+    terminating = frozenset(o.name(n) for n in namespaces if o.terminating(n) or o.phase(n) == "Terminating")
+    return Snapshot(pods=list_objects(kube, "Pod")[0], claims=list_objects(kube, "PersistentVolumeClaim")[0],
+                    volumes=list_objects(kube, "PersistentVolume")[0], nodes=list_objects(kube, "Node")[0],
+                    terminating_namespaces=terminating)
