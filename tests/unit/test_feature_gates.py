@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pvchaos.clusters.local.config import GATE_FIRST_MINOR
