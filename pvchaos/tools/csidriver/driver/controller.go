@@ -1,0 +1,113 @@
+package driver
+
+// The controller service: its configuration, its one mutex around the state, and the
+// capabilities it advertises (only what it implements).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// KnownNode is a node the controller knows for certain: in `all` mode, the node service
+// on the same endpoint. With known nodes, publishing to any other node id is NOT_FOUND
+// (the spec's "Node does not exist"); a standalone controller cannot tell which nodes
+// exist (the external-attacher only publishes to nodes whose CSINode lists the driver),
+// so it accepts every node id.
+type KnownNode struct {
+	ID         string
+	Hostname   string
+	Zone       string
+	MaxVolumes int64
+}
+
+// ControllerConfig is the controller's command line.
+type ControllerConfig struct {
+	StateFile  string
+	DataRoot   string // "": no directories (KWOK backend)
+	ControlDir string // "": no capacity limits
+	Nodes      []KnownNode
+	// NodeDataRoot is the node service's --data-root when it shares this process (`all`):
+	// then DeleteVolume also removes the node's backing directory, which no other call
+	// would (a standalone controller cannot reach node-local directories).
+	NodeDataRoot string
+}
+
+// Controller implements csi.ControllerServer.
+type Controller struct {
+	csi.UnimplementedControllerServer
+	cfg   ControllerConfig
+	mu    sync.Mutex // guards st and the state file
+	st    *State
+	log   *Logger
+	exit  func(code int) // os.Exit; a test replaces it
+	sleep func(ctx context.Context, d time.Duration)
+}
+
+// NewController loads the state file and returns the service.
+func NewController(cfg ControllerConfig, log *Logger) (*Controller, error) {
+	st, err := LoadState(cfg.StateFile)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range cfg.Nodes {
+		if n.Hostname != "" && n.Zone != "" {
+			st.NodeZones[n.Hostname] = n.Zone
+		}
+	}
+	log.Eventf("controller: %d volumes loaded from %s", len(st.Volumes), cfg.StateFile)
+	return &Controller{cfg: cfg, st: st, log: log, exit: os.Exit, sleep: sleepCtx}, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// save persists the state; the caller holds mu.
+func (c *Controller) save() error {
+	if err := c.st.Save(c.cfg.StateFile); err != nil {
+		return fmt.Errorf("saving state file %s: %v", c.cfg.StateFile, err)
+	}
+	return nil
+}
+
+func (c *Controller) knownNode(id string) (KnownNode, bool) {
+	for _, n := range c.cfg.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return KnownNode{}, false
+}
+
+var controllerCaps = []csi.ControllerServiceCapability_RPC_Type{
+	csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
+	csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+	csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
+	csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES,
+	csi.ControllerServiceCapability_RPC_GET_CAPACITY,
+}
+
+// ControllerGetCapabilities advertises what this file's siblings implement; no snapshots,
+// no clones, no expansion.
+func (c *Controller) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+	out := &csi.ControllerGetCapabilitiesResponse{}
+	for _, t := range controllerCaps {
+		out.Capabilities = append(out.Capabilities, &csi.ControllerServiceCapability{
+			Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}},
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,91 @@
+package main
+
+// The command line. Flags are per subcommand; `all` takes the union. Others code against
+// these names, so they only ever grow.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+)
+
+type options struct {
+	mode            string // controller | node | all
+	endpoint        string
+	driverName      string
+	callsLog        string
+	stateFile       string
+	dataRoot        string
+	controlDir      string
+	nodeID          string
+	zone            string
+	hostname        string
+	maxVolumes      int64
+	registrationDir string
+}
+
+func (o options) controller() bool { return o.mode == "controller" || o.mode == "all" }
+func (o options) node() bool       { return o.mode == "node" || o.mode == "all" }
+
+func parseFlags(mode string, args []string) (options, error) {
+	o := options{mode: mode}
+	fs := flag.NewFlagSet(mode, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.endpoint, "endpoint", "", "unix:///path.sock to serve CSI on")
+	fs.StringVar(&o.driverName, "driver-name", "csi.pvchaos.dev", "CSI driver name")
+	fs.StringVar(&o.callsLog, "calls-log", "", "file to append one JSON line per RPC to")
+	fs.StringVar(&o.dataRoot, "data-root", "", "controller: <dir>/zones/<zone>/<id> per zonal volume; node: backing dirs, bind mounts")
+	if o.controller() {
+		fs.StringVar(&o.stateFile, "state-file", "", "JSON state: volumes, attachments")
+		fs.StringVar(&o.controlDir, "control-dir", "", "dir with capacity.json, read on every call")
+	}
+	if o.node() {
+		fs.StringVar(&o.nodeID, "node-id", "", "node id (NodeGetInfo)")
+		fs.StringVar(&o.zone, "zone", "", "the node's topology.kubernetes.io/zone")
+		fs.StringVar(&o.hostname, "hostname", "", "the node's kubernetes.io/hostname (default: node id)")
+		fs.Int64Var(&o.maxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node (0: no limit)")
+	}
+	if mode == "node" {
+		fs.StringVar(&o.registrationDir, "registration-dir", "", "kubelet plugins_registry dir: serve <dir>/<driver>-reg.sock")
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %s", strings.Join(fs.Args(), " "))
+	}
+	var missing []string
+	for name, v := range map[string]string{"endpoint": o.endpoint, "driver-name": o.driverName} {
+		if v == "" {
+			missing = append(missing, "--"+name)
+		}
+	}
+	if o.controller() && o.stateFile == "" {
+		missing = append(missing, "--state-file")
+	}
+	if o.node() && o.nodeID == "" {
+		missing = append(missing, "--node-id")
+	}
+	if len(missing) > 0 {
+		return o, fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	if o.node() && o.hostname == "" {
+		o.hostname = o.nodeID
+	}
+	if o.maxVolumes < 0 {
+		return o, errors.New("--max-volumes-per-node must be >= 0")
+	}
+	for _, p := range []*string{&o.stateFile, &o.callsLog, &o.dataRoot, &o.controlDir, &o.registrationDir} {
+		if *p != "" {
+			abs, err := filepath.Abs(*p)
+			if err != nil {
+				return o, err
+			}
+			*p = abs
+		}
+	}
+	return o, nil
+}

@@ -1,0 +1,41 @@
+// Command pvchaos-csi is pvchaos's own small CSI driver: zonal and node-local volumes with
+// capacity per zone, attachments recorded in a state file, bind mounts on nodes, a
+// failure knob in class parameters, and a calls log the harness attaches to reports.
+// Subcommands: controller, node, all (both services on one endpoint), version.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"pvchaos.dev/csidriver/driver"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	switch cmd := os.Args[1]; cmd {
+	case "version", "--version", "-version":
+		fmt.Println("pvchaos-csi", driver.Version, "CSI spec 1.14.0")
+	case "controller", "node", "all":
+		opts, err := parseFlags(cmd, os.Args[2:])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "pvchaos-csi %s: %v\n", cmd, err)
+			os.Exit(2)
+		}
+		os.Exit(run(opts))
+	case "help", "-h", "--help":
+		fmt.Println(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "pvchaos-csi: unknown subcommand %q\n%s\n", cmd, usage)
+		os.Exit(2)
+	}
+}
+
+const usage = `usage:
+  pvchaos-csi controller --endpoint unix:///path/controller.sock --driver-name NAME --state-file FILE --calls-log FILE [--data-root DIR] [--control-dir DIR]
+  pvchaos-csi node --endpoint unix:///path/csi.sock --driver-name NAME --node-id NODE --zone ZONE --hostname HOST --max-volumes-per-node N --data-root DIR --calls-log FILE [--registration-dir DIR]
+  pvchaos-csi all  (the union of both flag sets; controller and node services on one endpoint)
+  pvchaos-csi version`
