@@ -18,7 +18,13 @@ from pvchaos.clusters.kind import KindBackend, default_gates, kind_clusters, kin
 from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig, parse_feature_gates
 from pvchaos.clusters.local.registry import destroy, list_clusters
-from pvchaos.clusters.options import REPO_ROOT, add_run_arguments, check_feature_gates, from_values
+from pvchaos.clusters.options import (
+    REPO_ROOT,
+    add_run_arguments,
+    check_feature_gates,
+    from_values,
+    split_pytest_args,
+)
 from pvchaos.clusters.topology import Topology
 from pvchaos import compare_runs, report, upgrade_command
 from pvchaos import explain as explain_command
@@ -227,8 +233,20 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt("SIGTERM")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The command line, parsed. `run PATH... -- PYTEST_ARGS`: pytest's part is split off
+    first, so a PATH and pytest's own flags cannot be confused."""
+    extra: list[str] = []
+    if argv[:1] == ["run"]:
+        argv, extra = split_pytest_args(argv)
     args = parser().parse_args(argv)
+    if argv[:1] == ["run"]:
+        args.pytest_args = extra
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(list(sys.argv[1:] if argv is None else argv))
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # `kill`, CI: the same path as Ctrl-C
         signal.signal(signal.SIGTERM, _terminate)
     try:

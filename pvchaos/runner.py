@@ -81,7 +81,13 @@ def validate(req: Options) -> None:
     """Raise UsageError with one line for anything wrong, before any cluster starts."""
     unknown = [s for s in req.suites if s not in known_suites()]
     if unknown:
-        raise UsageError(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(known_suites())}")
+        raise UsageError(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(known_suites()) or 'none'}")
+    for path in req.paths:
+        if not Path(path).exists():
+            raise UsageError(f"{path}: no such file or directory (PATH takes your own suite files or directories)")
+    if not req.paths and not known_suites():
+        raise UsageError("no built-in suites here (an installed pvchaos has none): give your own, "
+                         "`pvchaos run PATH...`")
     n = worker_count(req.workers)
     if req.backend in ("kind", "existing") and n > 1 and req.workers != "auto":
         raise UsageError(f"--workers {n}: backend {req.backend} has one cluster; use --workers 1")
@@ -142,12 +148,27 @@ def unwritable(directory: Path) -> str | None:
     return None
 
 
+def suite_targets(req: Options) -> list[str]:
+    """What pytest collects: the named built-in suites, the user's PATHs (absolute, so
+    the working directory does not matter), or every built-in suite when neither is given."""
+    builtin = [str(SUITES_DIR / f"test_{s}.py") for s in req.suites]
+    own = [str(Path(p).resolve()) for p in req.paths]
+    return builtin + own or [str(SUITES_DIR)]
+
+
+def working_directory(req: Options) -> Path:
+    """Where pytest runs: the checkout for built-in suites (its conftest.py and
+    pyproject.toml), the current directory for a user's own (their pytest.ini, conftest)."""
+    return Path.cwd() if req.paths and not req.suites else REPO_ROOT
+
+
 def pytest_argv(req: Options) -> list[str]:
     """The pytest command line for a request (pure, so it can be tested)."""
     lay = report.layout(req.report_dir)
-    targets = [str(SUITES_DIR / f"test_{s}.py") for s in req.suites] or [str(SUITES_DIR)]
+    targets = suite_targets(req)
     argv = [sys.executable, "-m", "pytest", *targets, "-p", "no:cacheprovider", "-rfEs",
-            f"--alluredir={lay.results}", f"--junitxml={lay.junit}", f"--backend={req.backend}"]
+            f"--alluredir={lay.results}", f"--junitxml={lay.junit}", f"--backend={req.backend}",
+            "--no-pvchaos-summary"]  # run prints the table itself, from the Allure results
     n = effective_workers(req)
     if n > 0:
         argv += ["-n", str(n), "--dist", "loadgroup"]
@@ -299,7 +320,7 @@ def _run_and_report(req: Options) -> int:
             if old.is_file():
                 old.unlink()
     lay.results.mkdir(parents=True, exist_ok=True)
-    outcome = supervise.run_owned(pytest_argv(req), REPO_ROOT)
+    outcome = supervise.run_owned(pytest_argv(req), working_directory(req))
     left = _sweep("after the run") if req.backend == "local" else []
     supervise.reap_zombie_children()  # cluster processes of a killed worker were reparented to us
     env = environment(req)

@@ -109,7 +109,7 @@ def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
     ws.delete("Pod", "db-0", wait=False)
     wait_for(ws.kube, "Pod", "db-0", lambda p: uid(p) != uid(first), "a replacement pod object", ws.namespace, 60)
     with allure.step("the replacement cannot run anywhere: PV affinity elsewhere, taint on its node"):
-        ev = x.pod_unschedulable(ws, "db-0", "NODE_AFFINITY_CONFLICT")
+        ev = x.failed_scheduling(ws, "db-0", "NODE_AFFINITY_CONFLICT")
         x.expect(messages.matches("UNTOLERATED_TAINT", ev.get("message", ""), ws.cluster.minor),
                  f"the lost node is excluded by its taint: {ev.get('message')}")
     t0 = time.monotonic()

@@ -71,14 +71,22 @@ class Options:
     keyword: str | None = field(default=None, metadata=_opt("-k", "pytest -k expression", pytest=False))
     workers: str = field(default="auto", metadata=_opt(
         "--workers", "parallel workers (pytest-xdist); 0 runs in one process", pytest=False))
-    report_dir: Path = field(default=REPO_ROOT / "reports", metadata=_opt(
+    report_dir: Path = field(default_factory=lambda: default_report_dir(), metadata=_opt(
         "--report-dir", "where the Allure results, report, JUnit XML and summary go", pytest=False, kind=Path))
     pytest_args: tuple[str, ...] = ()  # after `--` on the command line, passed to pytest as they are
+    paths: tuple[str, ...] = ()  # `pvchaos run PATH...`: the user's own suite files or directories
+
+
+def default_report_dir() -> Path:
+    """`reports/` of the checkout when pvchaos runs from one (its built-in suites live
+    there), else `reports/` under the current directory (an installed pvchaos)."""
+    return (REPO_ROOT / "reports") if (REPO_ROOT / "suites").is_dir() else Path.cwd() / "reports"
 
 
 def _declared() -> list[tuple[str, Mapping[str, Any], Any]]:
     """(field name, metadata, default) of every option with a flag."""
-    return [(f.name, f.metadata, f.default) for f in fields(Options) if f.metadata and f.default is not MISSING]
+    return [(f.name, f.metadata, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
+            for f in fields(Options) if f.metadata and (f.default is not MISSING or f.default_factory is not MISSING)]
 
 
 def add_options(add: Callable[..., Any], pytest_side: bool) -> None:
@@ -101,9 +109,21 @@ def add_options(add: Callable[..., Any], pytest_side: bool) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """`pvchaos run`'s arguments: every option, then what follows `--` for pytest."""
+    """`pvchaos run`'s arguments: every option, and the user's own suite paths; what
+    follows `--` goes to pytest (split off before parsing: `split_pytest_args`)."""
     add_options(parser.add_argument, pytest_side=False)
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --, passed to pytest")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="your own suite files or directories, run with the same options, summary and report "
+                             "(alone, or with --suites for built-in ones too)")
+
+
+def split_pytest_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`run A B -- -x --lf` -> (["run", "A", "B"], ["-x", "--lf"]): what follows the first
+    `--` is pytest's, so a PATH and pytest's own flags cannot be confused."""
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
 
 
 def from_values(get: Callable[[str], Any], pytest_side: bool) -> Options:
@@ -123,6 +143,7 @@ def from_values(get: Callable[[str], Any], pytest_side: bool) -> Options:
     if not pytest_side:
         extra = list(get("pytest_args") or ())
         values["pytest_args"] = tuple(extra[1:] if extra[:1] == ["--"] else extra)
+        values["paths"] = tuple(str(p) for p in get("paths") or ())
     return Options(**values)
 
 

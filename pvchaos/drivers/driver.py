@@ -30,7 +30,7 @@ from pvchaos.kube.client import Kube
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.objects import ZONE_KEY
 
-NO_PROVISIONER = "kubernetes.io/no-provisioner"
+NO_PROVISIONER = b.NO_PROVISIONER
 _COPIED = ("provisioner", "parameters", "mountOptions", "allowVolumeExpansion", "reclaimPolicy")
 
 

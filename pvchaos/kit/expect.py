@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 
 import allure
 
-from pvchaos.conformance import messages
+from pvchaos.conformance import invariants, messages
 from pvchaos.conformance.affinity import node_matches_pv_affinity
 from pvchaos.kube import builders as b
 from pvchaos.kube import objects as o
+from pvchaos.kube import snapshot
 from pvchaos.kube.errors import ExpectationFailed, WaitTimeout
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import State, describe, pod_cannot_run, pod_running, wait_for, wait_for_event, wait_for_state, wait_gone
@@ -142,14 +143,39 @@ def pod_scheduled(ws: Workspace, name: str, timeout: float = 60) -> Obj:
 def pod_unschedulable(ws: Workspace, name: str, key: str | None = None, timeout: float = 60) -> Obj:
     """Wait until the scheduler sets PodScheduled=False with reason Unschedulable (as
     upstream asserts), failing at once if it places the pod instead. With a message
-    `key`, the FailedScheduling event must carry it too (returned then; else the pod)."""
+    `key`, the FailedScheduling event must carry it too. Returns the pod, always (the
+    event: `failed_scheduling`)."""
+    pod = _unschedulable(ws, name, key, timeout)
+    if key:
+        event(ws, "Pod", name, key, timeout=timeout)
+    return pod
+
+
+def failed_scheduling(ws: Workspace, name: str, key: str, timeout: float = 60) -> Obj:
+    """As `pod_unschedulable` with a message `key`, and returns the FailedScheduling event
+    that carries it (to read the rest of the scheduler's message)."""
+    _unschedulable(ws, name, key, timeout)
+    return event(ws, "Pod", name, key, timeout=timeout)
+
+
+def _unschedulable(ws: Workspace, name: str, key: str | None, timeout: float) -> Obj:
     def placed(pod: Obj | None) -> str | None:
         node = o.node_name(pod)
         return f"the scheduler placed it on {node}" if node else None
 
-    pod = wait_for(ws.kube, "Pod", name, o.unschedulable, f"Unschedulable ({key or 'PodScheduled=False'})",
-                   ws.namespace, timeout, fail_if=placed)
-    return event(ws, "Pod", name, key, timeout=timeout) if key else pod
+    return wait_for(ws.kube, "Pod", name, o.unschedulable, f"Unschedulable ({key or 'PodScheduled=False'})",
+                    ws.namespace, timeout, fail_if=placed)
+
+
+BINDING_RULES = ("bound-pair", "claimed-twice")  # conformance.invariants' rules about claims and PVs
+
+
+@allure.step("no PV is claimed twice, and every Bound claim and its PV point at each other")
+def bindings_consistent(ws: Workspace) -> None:
+    """The binding invariants the plugin checks after every test, as an expectation a suite
+    can state at any moment (mid-storm, after a restart): fails with each violation."""
+    problems = [str(v) for v in invariants.check(snapshot.take(ws.kube)) if v.rule in BINDING_RULES]
+    expect(not problems, "binding invariants broken:\n" + "\n".join(problems))
 
 
 @allure.step("pod {name} is replaced and Running")

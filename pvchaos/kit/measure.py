@@ -13,6 +13,11 @@ import time
 
 import allure
 
+# What this process's current test measured, as (name, value) pairs: the plugin moves them
+# onto the test's report (user_properties), so the session-end table has them under
+# plain pytest and across xdist workers too (pvchaos/plugin/summary.py).
+RECORDED: list[tuple[str, str]] = []
+
 SECONDS = " seconds"  # the summary reads timings by this suffix (pvchaos.report.summarize)
 ASSERTED_MESSAGE = "asserted message "  # + message key; `pvchaos compare` reads wordings by this prefix
 
@@ -21,6 +26,7 @@ def seconds(name: str, value: float, digits: int = 1) -> float:
     """Record a duration; the name ends in " seconds" (added if missing). Returns the value."""
     label = name if name.endswith(SECONDS.strip()) else name + SECONDS
     allure.dynamic.parameter(label, f"{value:.{digits}f}", excluded=True)
+    RECORDED.append((label, f"{value:.{digits}f}"))
     return value
 
 

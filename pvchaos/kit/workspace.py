@@ -3,11 +3,17 @@ and the driver and topology it runs with.
 
 Every object is labelled as the harness's (so a sweeper finds leftovers) and its
 deletion is registered the moment it exists. Reads return Kubernetes JSON dicts.
+
+Thread safety: `create`, `create_all`, `delete`, `delete_all`, `get`, `list` and `patch`
+may be called from several threads at once (a stress suite's arrivals): the client is
+thread-safe and the cleanup stack takes a lock. Deleting through the workspace drops the
+object's undo, so nothing is deleted twice at teardown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, ClusterHandle
@@ -59,14 +65,20 @@ class Workspace:
             obj = builders.mountable(obj, HOSTPATH_VOLUME_ROOT)
         created = kinds.create(self.kube, obj, namespace)
         name = created["metadata"]["name"]
-        self.cleanup.push(f"delete {kind} {name}", lambda: kinds.delete(self.kube, kind, name, namespace))
+        self.cleanup.push(f"delete {kind} {name}", lambda: kinds.delete(self.kube, kind, name, namespace),
+                          key=(kind, namespace, name))
         if namespace is None and kind != "Namespace":
             self.cluster_scoped.append((kind, name))
         return created
 
-    def create_all(self, objs: Iterable[Obj]) -> list[Obj]:
-        """Create many objects (a stress scenario's N claims and pods), each with its cleanup."""
-        return [self.create(obj) for obj in objs]
+    def create_all(self, objs: Iterable[Obj], parallel: int = 1) -> list[Obj]:
+        """Create many objects (a stress scenario's N claims and pods), each with its
+        cleanup, in order; `parallel` > 1 sends that many requests at once (results keep
+        the input's order; the first error is raised after the others finished)."""
+        if parallel <= 1:
+            return [self.create(obj) for obj in objs]
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="ws-create") as pool:
+            return list(pool.map(self.create, list(objs)))
 
     def get(self, kind: str, name: str) -> Obj | None:
         return kinds.get(self.kube, kind, name, self._ns(kind))
@@ -76,9 +88,23 @@ class Workspace:
         return kinds.list_objects(self.kube, kind, self._ns(kind), **selectors)[0]
 
     def delete(self, kind: str, name: str, wait: bool = True, timeout: float = 60) -> None:
-        kinds.delete(self.kube, kind, name, self._ns(kind))
+        """Delete an object of this test (and drop its undo: teardown will not delete it again)."""
+        namespace = self._ns(kind)
+        kinds.delete(self.kube, kind, name, namespace)
+        self.cleanup.discard((kind, namespace, name))
         if wait:
-            wait_gone(self.kube, kind, name, self._ns(kind), timeout)
+            wait_gone(self.kube, kind, name, namespace, timeout)
+
+    def delete_all(self, kind: str, names: Iterable[str], wait: bool = True, timeout: float = 120,
+                   parallel: int = 8) -> None:
+        """Delete many objects of one kind (a round of a round-based suite), `parallel` at a
+        time, dropping each undo; with `wait`, return once all are gone."""
+        listed = list(names)
+        with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="ws-delete") as pool:
+            list(pool.map(lambda n: self.delete(kind, n, wait=False), listed))
+        if wait:
+            for n in listed:
+                wait_gone(self.kube, kind, n, self._ns(kind), timeout)
 
     def patch(self, kind: str, name: str, body: Obj, dry_run: bool = False) -> Obj:
         """A merge patch, exactly what `kubectl patch --type merge` sends."""
@@ -97,10 +123,13 @@ class Workspace:
     def storage_class(self, hint: str = "dynamic", binding_mode: str = "WaitForFirstConsumer",
                       allowed_zones: Sequence[str] | None = None, reclaim: str | None = None,
                       allowed_topologies: Mapping[str, Sequence[str]] | None = None,
-                      parameters: Mapping[str, str] | None = None) -> str:
+                      parameters: Mapping[str, str] | None = None, name: str | None = None) -> str:
         """Create the driver's dynamic-provisioning class for this test; returns its name.
-        `parameters` are added to the driver's own (e.g. `b.provisioning_failures(...)`)."""
-        body = self.driver.storage_class(self.name(hint), binding_mode, allowed_zones, reclaim, allowed_topologies)
+        `parameters` are added to the driver's own (e.g. `b.provisioning_failures(...)`).
+        `name`: exactly this name, for a class a claim named before it existed (take it
+        from `ws.name(hint)` so parallel tests cannot collide)."""
+        body = self.driver.storage_class(name or self.name(hint), binding_mode, allowed_zones, reclaim,
+                                         allowed_topologies)
         if parameters:
             body["parameters"] = {**body.get("parameters", {}), **parameters}
         return str(self.create(body)["metadata"]["name"])
@@ -108,6 +137,13 @@ class Workspace:
     def local_class(self, hint: str = "local-dyn", reclaim: str | None = None) -> str:
         """Create the driver's node-local class (volumes pinned to one node); returns its name."""
         return str(self.create(self.driver.local_class(self.name(hint), reclaim))["metadata"]["name"])
+
+    def no_provisioner_class(self, hint: str = "static", binding_mode: str = "WaitForFirstConsumer",
+                             name: str | None = None) -> str:
+        """Create a class with no provisioner (`kubernetes.io/no-provisioner`), as local PVs
+        and other static volumes use; returns its name."""
+        body = builders.storage_class(name or self.name(hint), builders.NO_PROVISIONER, binding_mode)
+        return str(self.create(body)["metadata"]["name"])
 
     # ---- topology, read from the cluster (never hard-coded node names) ------------------
 

@@ -49,6 +49,9 @@ def hostname_affinity(hostname: str) -> Obj:
     return label_affinity(HOSTNAME_KEY, hostname)
 
 
+NO_PROVISIONER = "kubernetes.io/no-provisioner"  # the provisioner of classes for static (e.g. local) PVs
+
+
 def storage_class(name: str, provisioner: str, binding_mode: str = "WaitForFirstConsumer",
                   reclaim: str = "Delete", allowed_zones: Sequence[str] | None = None,
                   labels: dict[str, str] | None = None, parameters: Mapping[str, str] | None = None,

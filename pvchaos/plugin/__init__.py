@@ -12,6 +12,8 @@ from collections.abc import Iterator
 import allure
 import pytest
 
+from pvchaos import moved
+
 from pvchaos.clusters.backend import Capability
 from pvchaos.clusters.options import Options, add_options, check_feature_gates, from_values
 from pvchaos.clusters.topology import Topology
@@ -20,13 +22,15 @@ from pvchaos.kube import snapshot
 from pvchaos.kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
-from pvchaos.plugin import evidence, hookspecs, interrupts, upgrade_options
+from pvchaos.plugin import evidence, hookspecs, interrupts, summary, upgrade_options
 from pvchaos.runner import available_memory_mib
 from pvchaos.plugin.fixtures import (
     CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
     declared_canaries, needed_capabilities, ws,
 )
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
+
+moved.install()  # suites written against the old top-level names still import, with a warning
 
 __all__ = ["canary_results", "cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl", "ws"]  # the fixtures
 
@@ -44,6 +48,7 @@ MARKERS = (
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.register(summary, "pvchaos-summary")  # the session-end table (summary.py)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

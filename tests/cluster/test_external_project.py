@@ -1,17 +1,16 @@
-"""pvchaos as a team outside this repository uses it: `pip install` it into a fresh
-virtualenv, write a suite in a directory of its own with the kit only, run pytest there.
-
-The suite reproduces two of upstream's volume-scheduling integration scenarios
-(test/integration/volumescheduling): a WaitForFirstConsumer claim is bound where the
-scheduler put its pod (selected-node annotation, pod scheduled before Running), and a
-pod whose claim does not exist stays Unschedulable (PodScheduled=False, no message key
-needed). Nothing here imports from this checkout: the plugin comes from the installed
-package's `pytest11` entry point.
+"""pvchaos as a team outside this repository uses it, exactly as docs/writing-suites.md
+tells them: `pip install -c requirements.lock <pvchaos>` into a fresh virtualenv, the
+example project from that page (read from the page, so the docs cannot drift from what
+runs), next to packages of the team's own named `tools`, `kube`, `chaos`, `drivers`,
+`clusters` and `conformance`; then the team's plain tests and the pvchaos suite under
+plain pytest, and the suite under `pvchaos run PATH`. Nothing here imports from this
+checkout: the plugin comes from the installed package's `pytest11` entry point.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,42 +20,30 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "writing-suites.md"
+OWN_PACKAGES = ("tools", "kube", "chaos", "drivers", "clusters", "conformance")  # names pvchaos once took
 
-SUITE = '''
-    """A team's own suite, written with the pvchaos kit only."""
+OWN_TESTS = '''
+    """The team's plain tests of its own packages: they must not notice pvchaos is installed."""
 
-    import pytest
-
-    from pvchaos.kube import builders as b
-    from pvchaos.kube.objects import SELECTED_NODE, node_name, zone
-    from pvchaos.kit import expect as x
-    from pvchaos.kit.workspace import Workspace
-
-    pytestmark = pytest.mark.needs("zones", "dynamic-zonal")
+    import chaos, clusters, conformance, drivers, kube, tools
 
 
-    def test_wait_for_first_consumer_binds_where_the_pod_goes(ws: Workspace) -> None:
-        target = ws.zones()[-1]
-        sc = ws.storage_class("wffc", "WaitForFirstConsumer")
-        ws.create(b.persistent_volume_claim("data", "1Gi", sc, annotations={"team.example.com/owner": "storage"}))
-        ws.create(b.pod("app", ("data",), node_selector={"topology.kubernetes.io/zone": target}))
-        pod = x.pod_scheduled(ws, "app")
-        assert x.claim_annotation(ws, "data", SELECTED_NODE) == node_name(pod)
-        assert zone(x.node_of(ws, "app")) == target
-        x.pod_runs(ws, "app")
-        x.phase_now(ws, "PersistentVolumeClaim", "data", "Bound")
-
-
-    def test_pod_with_a_missing_claim_is_unschedulable(ws: Workspace) -> None:
-        ws.create(b.pod("orphan", ("no-such-claim",)))
-        pod = x.pod_unschedulable(ws, "orphan")
-        assert node_name(pod) is None
+    def test_our_own_packages_are_ours() -> None:
+        for package in (tools, kube, chaos, drivers, clusters, conformance):
+            assert package.OWNER == "team", package.__file__
 '''
+
+
+def example_files(doc: str) -> dict[str, str]:
+    """The files the page marks with `<!-- example-file: PATH -->` before a code block."""
+    found = re.findall(r"<!-- example-file: (\S+) -->\n```\w*\n(.*?)\n```", doc, flags=re.S)
+    return {path: body + "\n" for path, body in found}
 
 
 def _venv(root: Path) -> Path:
     """A fresh virtualenv with pvchaos installed (not editable) from a copy of this
-    checkout's tracked files: a build never writes into the checkout."""
+    checkout's tracked files, pinned by its lock file as the docs say."""
     source = root / "pvchaos-src"
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True).stdout
     for name in filter(None, tracked.decode().split("\0")):
@@ -66,27 +53,55 @@ def _venv(root: Path) -> Path:
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "-r", str(REPO / "requirements.lock")], check=True, timeout=900)
-    subprocess.run([*pip, "--no-deps", str(source)], check=True, timeout=600, cwd=root)
+    subprocess.run([*pip, "-c", str(source / "requirements.lock"), str(source)], check=True, timeout=900, cwd=root)
     return venv
 
 
+def _project(root: Path) -> Path:
+    project = root / "team-storage-tests"
+    for path, body in example_files(DOC.read_text(encoding="utf-8")).items():
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(body)
+    for name in OWN_PACKAGES:
+        (project / name).mkdir()
+        (project / name / "__init__.py").write_text('OWNER = "team"\n')
+        (project / name / "versions.py").write_text("NOT_PVCHAOS = True\n")  # pvchaos once imported tools.versions
+    (project / "tests" / "test_own_packages.py").write_text(textwrap.dedent(OWN_TESTS))
+    return project
+
+
+def test_the_page_marks_a_whole_project() -> None:
+    files = example_files(DOC.read_text(encoding="utf-8"))
+    assert set(files) >= {"pytest.ini", "tests/test_volume_scheduling.py"}, sorted(files)
+    assert "from pvchaos.api import" in files["tests/test_volume_scheduling.py"]
+
+
 @pytest.mark.slow
-def test_a_suite_outside_the_repository_runs_from_a_fresh_virtualenv(tmp_path: Path) -> None:
-    project = tmp_path / "team-storage-tests"
-    (project / "tests").mkdir(parents=True)
-    (project / "tests" / "test_volume_scheduling.py").write_text(textwrap.dedent(SUITE))
-    (project / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -rs\n")
+def test_a_teams_project_runs_from_a_fresh_virtualenv_with_plain_pytest_and_pvchaos_run(tmp_path: Path) -> None:
+    project = _project(tmp_path)
     venv = _venv(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON", "VIRTUAL_ENV"))}
     env["PVCHAOS_STATE_DIR"] = str(tmp_path / "state")
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "tests", "--zones=2"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=600)
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "tests", "--zones=2"], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=900)
     out = done.stdout + done.stderr
-    assert done.returncode == 0, out[-4000:]
-    assert "2 passed" in out, out[-2000:]
+    assert done.returncode == 0, out[-5000:]
+    assert "5 passed" in out, out[-3000:]
     assert "plugins:" in out and "pvchaos" in out.split("plugins:", 1)[1].splitlines()[0], "loaded by entry point"
+    assert "pvchaos summary" in out and re.search(r"^volume_scheduling\s+4\s+0", out, re.M), out[-3000:]
+
+    done = subprocess.run([str(venv / "bin" / "pvchaos"), "run", "tests", "--zones", "2", "--workers", "1"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=1200)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-5000:]
+    assert re.search(r"^volume_scheduling\s+4\s+0", out, re.M), out[-3000:]
+    assert (project / "reports" / "html" / "index.html").is_file(), sorted(p.name for p in project.iterdir())
+
     site = next((venv / "lib").glob("python3*/site-packages"))
-    assert (site / "pvchaos" / "kube" / "kinds.py").is_file() and not (site / "pvchaos" / "kube" / "kinds.py").is_symlink()
+    assert (site / "pvchaos" / "kube" / "kinds.py").is_file()
+    clashes = [n for n in OWN_PACKAGES if (site / n).exists()]
+    assert not clashes, f"pvchaos installed top-level packages that shadow a project's own: {clashes}"
     left = [p.name for p in (tmp_path / "state").glob("*") if p.name != ".lock"]  # the registry's lock file stays
-    assert not left, f"the run left clusters behind: {left}"
+    assert not left, f"the runs left clusters behind: {left}"

@@ -45,3 +45,35 @@ def test_interrupt_finishes_the_stack_then_propagates() -> None:
     with pytest.raises(KeyboardInterrupt):
         c.run()
     assert done == ["a"]
+
+
+def test_discard_drops_only_the_keyed_undo_and_keeps_the_order() -> None:
+    done: list[str] = []
+    c = Cleanup()
+    for name in ("a", "b", "c"):
+        c.push(f"delete {name}", lambda name=name: done.append(name), key=("Pod", name))
+    assert c.discard(("Pod", "b")) is True
+    assert c.discard(("Pod", "b")) is False, "a second discard finds nothing"
+    assert c.discard(("Pod", "zzz")) is False
+    c.run()
+    assert done == ["c", "a"]
+
+
+def test_push_from_many_threads_loses_nothing() -> None:
+    import threading
+
+    done: list[int] = []
+    c = Cleanup()
+
+    def pusher(base: int) -> None:
+        for i in range(500):
+            c.push("x", lambda n=base + i: done.append(n), key=base + i)
+
+    threads = [threading.Thread(target=pusher, args=(k * 1000,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(c) == 4000
+    c.run()
+    assert sorted(done) == sorted(k * 1000 + i for k in range(8) for i in range(500))

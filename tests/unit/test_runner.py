@@ -13,7 +13,7 @@ import pytest
 
 from pvchaos.clusters import options
 from pvchaos import runner
-from pvchaos.cli import parser as cli_parser
+from pvchaos.cli import parse as cli_parse
 from pvchaos.runner import RunRequest, UsageError
 from pvchaos.tools import feature_gates as tools_gates
 
@@ -98,11 +98,36 @@ def test_options_round_trip_through_the_pytest_argv(tmp_path: Path) -> None:
 
 
 def test_run_command_line_has_every_option() -> None:
-    args = cli_parser().parse_args(["run", "--zones", "zone-a,zone-b", "--suites", "reclaim,spreading",
-                                    "--allow-context", "lab", "--", "--maxfail=1"])
+    args = cli_parse(["run", "--zones", "zone-a,zone-b", "--suites", "reclaim,spreading",
+                      "--allow-context", "lab", "--", "--maxfail=1"])
     got = options.from_values(vars(args).get, pytest_side=False)
-    assert (got.zones, got.suites, got.allow_contexts, got.pytest_args) == (
-        "zone-a,zone-b", ("reclaim", "spreading"), ("lab",), ("--maxfail=1",))
+    assert (got.zones, got.suites, got.allow_contexts, got.pytest_args, got.paths) == (
+        "zone-a,zone-b", ("reclaim", "spreading"), ("lab",), ("--maxfail=1",), ())
+
+
+def test_run_takes_paths_before_and_after_options_and_keeps_pytest_args_apart() -> None:
+    args = cli_parse(["run", "./tests", "more/test_x.py", "--zones", "2", "--", "-x", "./not-a-path"])
+    got = options.from_values(vars(args).get, pytest_side=False)
+    assert (got.paths, got.zones, got.pytest_args) == (("./tests", "more/test_x.py"), "2", ("-x", "./not-a-path"))
+
+
+def test_paths_alone_run_only_them_from_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = tmp_path / "tests"
+    suite.mkdir()
+    monkeypatch.chdir(tmp_path)
+    req = runner.RunRequest(paths=("tests",), report_dir=tmp_path / "r")
+    runner.validate(req)
+    assert runner.suite_targets(req) == [str(suite)]
+    assert runner.working_directory(req) == tmp_path
+    both = runner.RunRequest(paths=("tests",), suites=("reclaim",), report_dir=tmp_path / "r")
+    assert runner.suite_targets(both) == [str(runner.SUITES_DIR / "test_reclaim.py"), str(suite)]
+    assert runner.working_directory(both) == runner.REPO_ROOT
+    assert "--no-pvchaos-summary" in runner.pytest_argv(req), "run prints the table itself"
+
+
+def test_a_missing_path_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(runner.UsageError, match=r"nope: no such file or directory"):
+        runner.validate(runner.RunRequest(paths=(str(tmp_path / "nope"),), report_dir=tmp_path / "r"))
 
 
 def test_report_environment_names_the_zones_asked_for(tmp_path: Path) -> None:

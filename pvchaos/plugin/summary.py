@@ -1,0 +1,89 @@
+"""The session-end table (suites, counts, recovery times, race windows) under plain
+`pytest`, as `pvchaos run` prints it: a team running its own suite with pytest gets its
+measurements without Allure results or the runner.
+
+Measurements travel on each test's report (`user_properties`), so xdist workers' figures
+reach the controller. `pvchaos run` prints its own table from the Allure results and
+turns this one off (`--no-pvchaos-summary`), so a run shows it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pvchaos.kit import measure
+from pvchaos.report import SuiteRow, format_summary
+
+MEASURED = "pvchaos measured: "  # user_properties key prefix + the measurement's name
+ON_CLUSTER = "pvchaos cluster"  # user_properties key: the test used a pvchaos cluster (only those are tabled)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("pvchaos").addoption(
+        "--no-pvchaos-summary", action="store_true", dest="no_pvchaos_summary",
+        help="do not print the suites/recovery table at the end (pvchaos run prints its own)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Move what the test measured onto its report, once per test (at teardown)."""
+    if call.when == "setup":
+        measure.RECORDED.clear()
+    outcome = yield
+    report = outcome.get_result()
+    if call.when == "teardown":
+        report.user_properties.extend((MEASURED + name, value) for name, value in measure.RECORDED)
+        measure.RECORDED.clear()
+    if "cluster" in getattr(item, "fixturenames", ()):
+        report.user_properties.append((ON_CLUSTER, True))
+
+
+def _suite(nodeid: str) -> str:
+    """`suites/test_node_failure.py::test_x[a]` -> `node_failure`."""
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py").removeprefix("test_")
+
+
+class SessionTable:
+    """Collects every test's outcome, duration and measurements; prints the table."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[str, str, float, list[tuple[str, float]]]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not any(key == ON_CLUSTER for key, _ in report.user_properties):
+            return  # not a pvchaos suite test (the harness's own unit tests, a team's plain tests)
+        suite, outcome, seconds, timings = self.rows.get(report.nodeid, (_suite(report.nodeid), "passed", 0.0, []))
+        if report.when == "call":
+            seconds = report.duration
+        if report.failed:
+            outcome = "failed" if report.when == "call" else "broken"
+        elif report.skipped and outcome == "passed":
+            outcome = "skipped"
+        for key, value in report.user_properties:
+            if isinstance(key, str) and key.startswith(MEASURED):
+                try:
+                    timings.append((key.removeprefix(MEASURED), float(value)))
+                except (TypeError, ValueError):
+                    continue
+        self.rows[report.nodeid] = (suite, outcome, seconds, timings)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.rows:
+            return
+        by_suite: dict[str, SuiteRow] = {}
+        for suite, outcome, seconds, timings in self.rows.values():
+            row = by_suite.setdefault(suite, SuiteRow(suite))
+            setattr(row, outcome, getattr(row, outcome) + 1)
+            row.test_seconds += seconds
+            for name, value in timings:
+                row.timings.setdefault(name, []).append(value)
+        terminalreporter.write_sep("=", "pvchaos summary")
+        terminalreporter.write_line(format_summary([by_suite[k] for k in sorted(by_suite)]))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The table is the controller's (or the only process's), unless turned off."""
+    if not hasattr(config, "workerinput") and not config.getoption("no_pvchaos_summary", False):
+        config.pluginmanager.register(SessionTable(), "pvchaos-session-table")
