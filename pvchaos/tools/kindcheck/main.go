@@ -39,6 +39,14 @@ type nodeOut struct {
 	Role   string            `json:"role"`
 	Image  string            `json:"image"`
 	Labels map[string]string `json:"labels"`
+	// ExtraMounts as kind's strict loader decoded them (the zones' CSI directories).
+	ExtraMounts []mountOut `json:"extraMounts,omitempty"`
+}
+
+type mountOut struct {
+	HostPath      string `json:"hostPath"`
+	ContainerPath string `json:"containerPath"`
+	Propagation   string `json:"propagation"`
 }
 
 type result struct {
@@ -88,7 +96,12 @@ func check(file, name string, versions []string) result {
 	}
 	res.Name, res.FeatureGates = cfg.Name, cfg.FeatureGates
 	for _, n := range cfg.Nodes {
-		res.Nodes = append(res.Nodes, nodeOut{Role: string(n.Role), Image: n.Image, Labels: n.Labels})
+		out := nodeOut{Role: string(n.Role), Image: n.Image, Labels: n.Labels}
+		for _, m := range n.ExtraMounts {
+			out.ExtraMounts = append(out.ExtraMounts, mountOut{HostPath: m.HostPath, ContainerPath: m.ContainerPath,
+				Propagation: string(m.Propagation)})
+		}
+		res.Nodes = append(res.Nodes, out)
 	}
 	res.Rendered = map[string]rendered{}
 	for _, v := range versions {
