@@ -70,23 +70,32 @@ def storage_class(name: str, provisioner: str, binding_mode: str = "WaitForFirst
     return sc
 
 
-FAIL_ACTIONS = ("reschedule", "finished", "in-background")
+# gRPC status code names the driver's CreateVolume may fail with (pvchaos.dev/fail-code).
+# What upstream's external-provisioner makes of each (pkg/controller/controller.go
+# checkError): ResourceExhausted with a selected node gives the claim back to the
+# scheduler (selected-node removed), without one it is a final error retried later;
+# Canceled, DeadlineExceeded, Unavailable and Aborted leave the operation "in progress"
+# (retried, node kept); every other code is a final error (retried, node kept).
+FAIL_CODES = ("Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists",
+              "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
+              "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated")
 
 
 def provisioning_failures(times: int | None = None, nodes: Sequence[str] = (), zones: Sequence[str] = (),
-                          first_node: bool = False, action: str = "reschedule", reason: str | None = None,
-                          delay: str | None = None) -> dict[str, str]:
-    """StorageClass parameters that make the harness's provisioners fail (the knob of
-    pvchaos/tools/provisioner/knob.go). With no node, zone or first-node filter every attempt
-    matches; `times` fails only the first N matching attempts of each claim (default:
-    all). `action`: "reschedule" gives the claim back to the scheduler (selected-node
-    removed), "finished" and "in-background" keep the node and retry. `reason` is the
-    ProvisioningFailed event's text; `delay` a Go duration to wait before failing."""
-    if action not in FAIL_ACTIONS:
-        raise ValueError(f"action {action!r}: use one of {', '.join(FAIL_ACTIONS)}")
+                          first_node: bool = False, code: str = "ResourceExhausted", crash: bool = False,
+                          reason: str | None = None, delay: str | None = None) -> dict[str, str]:
+    """StorageClass parameters that make the harness's CSI driver fail CreateVolume on
+    purpose (external-provisioner passes class parameters through). With no node, zone
+    or first-node filter every attempt matches; `times` fails only the first N matching
+    attempts of each claim (default: all). `code` is the gRPC code returned (see
+    FAIL_CODES for what upstream does with it); `crash` makes the controller service exit
+    in the middle of the call instead. `reason` is the error's message (it ends in the
+    ProvisioningFailed event); `delay` a Go duration to wait before failing."""
+    if code not in FAIL_CODES:
+        raise ValueError(f"code {code!r}: use a gRPC code name, one of {', '.join(FAIL_CODES)}")
     if times is not None and times < 0:
         raise ValueError(f"times {times}: use a count >= 0, or None for every attempt")
-    params = {"pvchaos.dev/fail-action": action}
+    params = {"pvchaos.dev/fail-action": "crash"} if crash else {"pvchaos.dev/fail-code": code}
     if times is not None:
         params["pvchaos.dev/fail-times"] = str(times)
     if nodes:

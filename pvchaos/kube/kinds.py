@@ -51,6 +51,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("Event", "core", "event", True),
     Kind("StorageClass", "storage", "storage_class", False),
     Kind("CSIDriver", "storage", "csi_driver", False),
+    Kind("CSINode", "storage", "csi_node", False),
+    Kind("VolumeAttachment", "storage", "volume_attachment", False),
     Kind("CSIStorageCapacity", "storage", "csi_storage_capacity", True),
     Kind("StatefulSet", "apps", "stateful_set", True),
     Kind("Lease", "coordination", "lease", True),

@@ -1,6 +1,8 @@
-"""`kube.builders.provisioning_failures` writes exactly the keys and words the Go
-provisioner reads (pvchaos/tools/provisioner/knob.go), so a suite cannot ask for a failure the
-provisioner would refuse as an unknown parameter."""
+"""`kube.builders.provisioning_failures` writes exactly the keys and words the harness's
+provisioners read: the CSI driver pvchaos-csi (CreateVolume parameters) and the old test
+double (pvchaos/tools/provisioner/knob.go, which reads `fail-code` as upstream's
+external-provisioner reads the gRPC code), so a suite cannot ask for a failure either
+would refuse as an unknown parameter."""
 
 from __future__ import annotations
 
@@ -19,31 +21,36 @@ def _go_keys() -> set[str]:
     return {f"pvchaos.dev/{s}" for s in suffixes}
 
 
-def _go_actions() -> set[str]:
-    block = KNOB_GO.split("var actions =", 1)[1].split("}", 1)[0]
-    return set(re.findall(r'"([a-z-]+)":', block))
+def _go_codes() -> set[str]:
+    block = KNOB_GO.split("var codeActions =", 1)[1].split("\n}", 1)[0]
+    return set(re.findall(r'"([A-Za-z]+)":', block))
 
 
-def test_every_parameter_is_one_the_provisioner_knows() -> None:
+def test_every_parameter_is_one_the_provisioners_know() -> None:
     params = b.provisioning_failures(times=1, nodes=("n1", "n2"), zones=("zone-a",), first_node=True,
-                                     action="finished", reason="disk full", delay="200ms")
-    assert set(params) == _go_keys()
+                                     code="Internal", reason="disk full", delay="200ms")
+    assert set(params) | {"pvchaos.dev/fail-action"} == _go_keys()
     assert params == {
         "pvchaos.dev/fail-times": "1", "pvchaos.dev/fail-nodes": "n1,n2", "pvchaos.dev/fail-zones": "zone-a",
-        "pvchaos.dev/fail-first-node": "true", "pvchaos.dev/fail-action": "finished",
+        "pvchaos.dev/fail-first-node": "true", "pvchaos.dev/fail-code": "Internal",
         "pvchaos.dev/fail-reason": "disk full", "pvchaos.dev/fail-delay": "200ms",
     }
 
 
-def test_actions_are_the_provisioners() -> None:
-    assert set(b.FAIL_ACTIONS) == _go_actions()
+def test_codes_are_grpc_names_the_double_maps() -> None:
+    assert set(b.FAIL_CODES) == _go_codes()
 
 
-def test_defaults_fail_every_attempt_and_reschedule() -> None:
-    assert b.provisioning_failures() == {"pvchaos.dev/fail-action": "reschedule"}
+def test_defaults_fail_every_attempt_with_resource_exhausted() -> None:
+    assert b.provisioning_failures() == {"pvchaos.dev/fail-code": "ResourceExhausted"}
 
 
-@pytest.mark.parametrize("kwargs", [{"action": "explode"}, {"times": -1}])
+def test_crash_replaces_the_code() -> None:
+    assert b.provisioning_failures(crash=True, times=1) == {"pvchaos.dev/fail-action": "crash",
+                                                            "pvchaos.dev/fail-times": "1"}
+
+
+@pytest.mark.parametrize("kwargs", [{"code": "explode"}, {"code": "reschedule"}, {"times": -1}])
 def test_bad_values_are_refused_before_a_class_is_made(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         b.provisioning_failures(**kwargs)

@@ -27,9 +27,24 @@ const (
 	keyAction    = knobPrefix + "fail-action"     // reschedule (default) | finished | in-background
 	keyReason    = knobPrefix + "fail-reason"     // text of the ProvisioningFailed event
 	keyDelay     = knobPrefix + "fail-delay"      // Go duration to wait before failing ("300ms")
+	keyCode      = knobPrefix + "fail-code"       // the CSI driver's word: a gRPC code name (codeActions)
 )
 
-var knobKeys = []string{keyTimes, keyNodes, keyZones, keyFirstNode, keyAction, keyReason, keyDelay}
+var knobKeys = []string{keyTimes, keyNodes, keyZones, keyFirstNode, keyAction, keyReason, keyDelay, keyCode}
+
+// codeActions reads the CSI driver pvchaos-csi's knob word (the suites' since CSI came
+// into the loop) as upstream's external-provisioner reads the gRPC code it gets back
+// (pkg/controller/controller.go checkError): ResourceExhausted gives the claim back,
+// the "maybe still running" codes keep it in progress, any other is a final error. The
+// double stays selectable for comparison, so it must understand the suites' knob.
+var codeActions = map[string]string{
+	"ResourceExhausted": "reschedule",
+	"Canceled":          "in-background", "DeadlineExceeded": "in-background", "Unavailable": "in-background",
+	"Aborted": "in-background",
+	"Unknown": "finished", "InvalidArgument": "finished", "NotFound": "finished", "AlreadyExists": "finished",
+	"PermissionDenied": "finished", "FailedPrecondition": "finished", "OutOfRange": "finished",
+	"Unimplemented": "finished", "Internal": "finished", "DataLoss": "finished", "Unauthenticated": "finished",
+}
 
 // actions maps fail-action words to the state the library is handed. Only
 // ProvisioningReschedule gives the claim back to the scheduler (selected-node removed);
@@ -99,6 +114,13 @@ func parseFailPlan(params map[string]string) (*failPlan, error) {
 		if plan.firstNode, err = strconv.ParseBool(v); err != nil {
 			return nil, fmt.Errorf("%s=%q: want true or false", keyFirstNode, v)
 		}
+	}
+	if v, ok := params[keyCode]; ok {
+		word, known := codeActions[v]
+		if !known {
+			return nil, fmt.Errorf("%s=%q: want a gRPC code name, one of %s", keyCode, v, strings.Join(sortedKeys(codeActions), ", "))
+		}
+		plan.action, plan.actionWord = actions[word], word
 	}
 	if v, ok := params[keyAction]; ok {
 		state, known := actions[v]

@@ -48,6 +48,7 @@ func TestParseFailPlanRejects(t *testing.T) {
 		{keyFirstNode, "yes please"}:    keyFirstNode,
 		{keyAction, "explode"}:          "finished, in-background, reschedule",
 		{keyDelay, "soon"}:              keyDelay,
+		{keyCode, "OutOfSpace"}:         "want a gRPC code name",
 	} {
 		_, err := parseFailPlan(map[string]string{params[0]: params[1]})
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -110,5 +111,20 @@ func TestWithoutKnobKeepsOtherParametersAndLeavesInputAlone(t *testing.T) {
 	}
 	if in[keyTimes] != "1" {
 		t.Fatal("the class's own map was changed")
+	}
+}
+
+// The CSI driver's knob word reaches the same states upstream's external-provisioner
+// gives the library for that gRPC code.
+func TestFailCodeMapsAsUpstream(t *testing.T) {
+	for code, want := range map[string]controller.ProvisioningState{
+		"ResourceExhausted": controller.ProvisioningReschedule,
+		"Unavailable":       controller.ProvisioningInBackground,
+		"Internal":          controller.ProvisioningFinished,
+	} {
+		p, err := parseFailPlan(map[string]string{keyCode: code})
+		if err != nil || p.action != want {
+			t.Errorf("%s: got %v, %v; want %v", code, p, err, want)
+		}
 	}
 }

@@ -1,0 +1,302 @@
+"""Real CSI in the loop, host side: our driver's controller service and upstream's
+external-provisioner and external-attacher, as processes against a cluster's kubeconfig.
+
+Why: a test double decides rescheduling, retries and event texts itself; with upstream's
+sidecars those are upstream's, which is what the suites mean to assert. Shared by the
+backends: the local one (KWOK nodes) runs the whole stack here and writes what a kubelet
+and its registrar would (`csi_node_object`, `node_annotations`); kind runs the node plugin
+in its nodes and only this host-side stack against its own kubeconfig.
+
+Processes start through a `Starter` the backend gives (the local backend's records every
+pid in the cluster's registry, so `cluster down`, the leftover sweep and Ctrl-C stop them);
+`ProcessBook` is a ready one for a backend without a registry (kind), keeping the records
+in `<dir>/csi/processes.json` (`start_stack` uses it). A component that exits or never
+starts is one ClusterError line naming it and its log, and nothing is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pvchaos.clusters.local.processes import ProcessRecord, log_tail, spawn, stop
+from pvchaos.kube.errors import ClusterError, PollTimeout
+from pvchaos.kube.naming import OWNED_LABEL
+from pvchaos.kube.poll import poll_until
+
+DRIVER_NAME = "csi.pvchaos.dev"
+ZONE_KEY = "topology.kubernetes.io/zone"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+TOPOLOGY_PARAMETER = "pvchaos.dev/topology"  # StorageClass parameter: zone (default) or node affinity
+TOPOLOGY_KEYS = (ZONE_KEY, HOSTNAME_KEY)
+NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
+ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
+CONTROLLER, PROVISIONER, ATTACHER = "csi-controller", "csi-provisioner", "csi-attacher"
+COMPONENTS = (CONTROLLER, PROVISIONER, ATTACHER)
+CAPACITY_NAMESPACE = "kube-system"  # where CSIStorageCapacity objects go (the sidecar's NAMESPACE)
+START_TIMEOUT = 60.0
+# Retries after a failed CreateVolume/attach: upstream starts at 1 s and doubles up to
+# 5 min (--retry-interval-start/-max: the per-claim exponential back-off of the claim
+# and VolumeAttachment queues). A test that fails provisioning twice would wait 3 s and a
+# long one minutes; 250 ms doubling to 5 s (the old test double's maximum) keeps the
+# same shape, in test time.
+RETRY_START, RETRY_MAX = "250ms", "5s"
+OPERATION_TIMEOUT = "15s"  # per CSI call (--timeout); the attacher's default, above fail-delay knobs
+# Client budget of both sidecars: upstream's 5 qps / burst 10 throttles a storm of
+# claims; 100/200 is what the old test double used, so the two compare fairly.
+API_QPS, API_BURST = 100, 200
+
+Starter = Callable[[str, list[str], dict[str, str] | None], subprocess.Popen[bytes]]
+
+
+@dataclass(frozen=True)
+class CsiOptions:
+    """How the stack runs; upstream's defaults except where a test needs otherwise."""
+
+    strict_topology: bool = False  # provisioner --strict-topology (upstream default off)
+    immediate_topology: bool = True  # provisioner --immediate-topology (upstream default on)
+    capacity_tracking: bool = False  # --enable-capacity, and CSIDriver storageCapacity
+    max_volumes_per_node: int = 64  # CSINode allocatable.count (the node plugin's NodeGetInfo)
+
+    def __post_init__(self) -> None:
+        if self.max_volumes_per_node < 1:
+            raise ValueError(f"max_volumes_per_node {self.max_volumes_per_node}: use 1 or more")
+
+
+@dataclass(frozen=True)
+class CsiPaths:
+    """Where one cluster's stack keeps its sockets, state, calls log and control files."""
+
+    cluster_dir: Path
+
+    @property
+    def root(self) -> Path:
+        return self.cluster_dir / "csi"
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "controller.sock"
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def calls_log(self) -> Path:
+        return self.root / "calls.jsonl"
+
+    @property
+    def control_dir(self) -> Path:
+        return self.root / "control"
+
+    @property
+    def data_root(self) -> Path:
+        return self.root / "data"
+
+    def log(self, component: str) -> Path:
+        """Beside the cluster's other logs, where ClusterHandle.component_log looks."""
+        return self.cluster_dir / "logs" / f"{component}.log"
+
+
+def paths_for(cluster_dir: Path) -> CsiPaths:
+    """The stack's paths under a cluster's directory. A unix socket path has room for
+    107 bytes; a deeper directory is refused here rather than by the driver."""
+    paths = CsiPaths(cluster_dir)
+    if len(str(paths.socket)) > 100:
+        raise ClusterError(f"CSI socket path {paths.socket} is longer than a unix socket allows; "
+                           "use a shorter PVCHAOS_STATE_DIR")
+    return paths
+
+
+# ---- flags (pure) ----------------------------------------------------------------------
+
+def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None) -> list[str]:
+    return [str(driver), "controller", f"--endpoint=unix://{paths.socket}", f"--driver-name={DRIVER_NAME}",
+            f"--state-file={paths.state_file}", f"--calls-log={paths.calls_log}",
+            f"--data-root={data_root or paths.data_root}", f"--control-dir={paths.control_dir}"]
+
+
+def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: CsiOptions) -> list[str]:
+    argv = [str(binary), f"--csi-address={paths.socket}", f"--kubeconfig={kubeconfig}", "--leader-election=false",
+            "--feature-gates=Topology=true", f"--strict-topology={str(options.strict_topology).lower()}",
+            f"--immediate-topology={str(options.immediate_topology).lower()}", "--extra-create-metadata",
+            f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
+            f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",
+            "--v=4"]
+    if options.capacity_tracking:
+        argv += ["--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s"]
+    return argv
+
+
+def attacher_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[str]:
+    return [str(binary), f"--csi-address={paths.socket}", f"--kubeconfig={kubeconfig}", "--leader-election=false",
+            f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
+            f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",
+            "--v=4"]
+
+
+# ---- objects (pure) --------------------------------------------------------------------
+
+def csi_driver_object(options: CsiOptions) -> dict[str, Any]:
+    """The CSIDriver: attach required (the attach/detach controller then makes
+    VolumeAttachments the external-attacher serves), pod info on mount, persistent only."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+            "metadata": {"name": DRIVER_NAME, "labels": {OWNED_LABEL: "true"}},
+            "spec": {"attachRequired": True, "podInfoOnMount": True,
+                     "storageCapacity": options.capacity_tracking,
+                     "volumeLifecycleModes": ["Persistent"]}}
+
+
+def csi_node_object(node: str, options: CsiOptions) -> dict[str, Any]:
+    """The CSINode a kubelet writes once the registrar reports our node plugin: node id =
+    node name, both topology keys, the volume limit the scheduler counts."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+            "metadata": {"name": node, "labels": {OWNED_LABEL: "true"}},
+            "spec": {"drivers": [{"name": DRIVER_NAME, "nodeID": node, "topologyKeys": list(TOPOLOGY_KEYS),
+                                  "allocatable": {"count": options.max_volumes_per_node}}]}}
+
+
+def node_annotations(node: str) -> dict[str, str]:
+    """What a kubelet puts on its Node: our driver's node id, and that the attach/detach
+    controller (not the kubelet) attaches its volumes, so VolumeAttachments are made."""
+    return {NODE_ID_ANNOTATION: json.dumps({DRIVER_NAME: node}, separators=(",", ":")),
+            ATTACH_DETACH_ANNOTATION: "true"}
+
+
+def description(options: CsiOptions, provisioner_version: str, attacher_version: str) -> dict[str, str]:
+    """Rows for the cluster's description (the Allure environment)."""
+    return {"provisioner": f"{DRIVER_NAME} (pvchaos-csi) via external-provisioner {provisioner_version}",
+            "external-attacher": attacher_version,
+            "csi options": (f"strict-topology={options.strict_topology}, immediate-topology={options.immediate_topology}, "
+                            f"capacity-tracking={options.capacity_tracking}, "
+                            f"max-volumes-per-node={options.max_volumes_per_node}"),
+            "csi retry interval": f"{RETRY_START} doubling to {RETRY_MAX}"}
+
+
+# ---- processes -------------------------------------------------------------------------
+
+def _socket_answers(path: Path) -> bool | None:
+    if not path.exists():
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(1)
+        try:
+            s.connect(str(path))
+        except OSError:
+            return None
+    return True
+
+
+def _log_says(path: Path, text: str) -> bool | None:
+    try:
+        return True if text in path.read_text(errors="replace") else None
+    except OSError:
+        return None
+
+
+# What each component's log says once it serves: the provisioner library's
+# "Started provisioner controller" and the attacher's "Starting CSI attacher" (both
+# after the sidecar probed the driver and read its capabilities).
+READY_LOG = {PROVISIONER: "Started provisioner controller", ATTACHER: "Starting CSI attacher"}
+
+
+def _await(component: str, proc: subprocess.Popen[bytes], log: Path, ready: Callable[[], bool | None],
+           timeout: float) -> None:
+    def exited() -> str | None:
+        code = proc.poll()
+        if code is None:
+            return None
+        how = f"exit code {code}" if code >= 0 else f"signal {-code}"
+        return f"exited at start ({how}): {log_tail(log) or '(empty log)'}"
+    try:
+        poll_until(ready, timeout, component, interval=0.05, abort=exited)
+    except PollTimeout as exc:
+        detail = str(exc).removeprefix(f"{component}: ")
+        if not exc.aborted:
+            detail = f"did not start within {timeout:.0f}s ({log_tail(log) or 'empty log'})"
+        raise ClusterError(f"{component} {detail} (log: {log})") from None
+
+
+@dataclass(frozen=True)
+class CsiBinaries:
+    driver: Path
+    provisioner: Path
+    attacher: Path
+
+
+def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, options: CsiOptions, start: Starter,
+                data_root: Path | None = None) -> dict[str, subprocess.Popen[bytes]]:
+    """Start the controller service and both sidecars without waiting (a sidecar waits
+    for the driver's socket itself); `await_stack` then waits for all three.
+
+    `start(component, argv, env)` must record the process where the backend's teardown
+    finds it (the local registry, or a ProcessBook); `data_root` is where the driver keeps
+    zonal directories (kind: a directory its nodes mount)."""
+    for d in (paths.root, paths.control_dir, paths.log(CONTROLLER).parent, data_root or paths.data_root):
+        d.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, NAMESPACE=CAPACITY_NAMESPACE) if options.capacity_tracking else None
+    return {CONTROLLER: start(CONTROLLER, controller_args(binaries.driver, paths, data_root), None),
+            PROVISIONER: start(PROVISIONER, provisioner_args(binaries.provisioner, paths, kubeconfig, options), env),
+            ATTACHER: start(ATTACHER, attacher_args(binaries.attacher, paths, kubeconfig), None)}
+
+
+def await_stack(paths: CsiPaths, procs: dict[str, subprocess.Popen[bytes]], timeout: float = START_TIMEOUT) -> None:
+    """Until the driver's socket answers and each sidecar's log says it started; a
+    component that exits or never starts raises one ClusterError line naming it and its
+    log (the caller stops the rest)."""
+    _await(CONTROLLER, procs[CONTROLLER], paths.log(CONTROLLER), lambda: _socket_answers(paths.socket), timeout)
+    for component in (PROVISIONER, ATTACHER):
+        log = paths.log(component)
+        _await(component, procs[component], log, lambda log=log, c=component: _log_says(log, READY_LOG[c]),  # type: ignore[misc]
+               timeout)
+
+
+def start_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, options: CsiOptions,
+                book: ProcessBook, data_root: Path | None = None, timeout: float = START_TIMEOUT) -> None:
+    """spawn_stack and await_stack through a ProcessBook; on any failure (Ctrl-C too)
+    everything started is stopped before the error goes on."""
+    try:
+        await_stack(paths, spawn_stack(paths, kubeconfig, binaries, options, book.start, data_root), timeout)
+    except BaseException:
+        book.stop_all()
+        raise
+
+
+class ProcessBook:
+    """A Starter/Stopper pair for a backend without a process registry (kind): records
+    in `<csi root>/processes.json`, so `stop_all` finds them from any later process.
+    `marker` is a string on every command line (the cluster's directory)."""
+
+    def __init__(self, paths: CsiPaths, marker: str, tie_to_parent: bool = True):
+        self.paths, self.marker, self.tie_to_parent = paths, marker, tie_to_parent
+        self.file = paths.root / "processes.json"
+
+    def _load(self) -> dict[str, ProcessRecord]:
+        try:
+            return {k: ProcessRecord.from_json(v) for k, v in json.loads(self.file.read_text()).items()}
+        except (OSError, ValueError, KeyError):
+            return {}
+
+    def _save(self, records: dict[str, ProcessRecord]) -> None:
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        self.file.write_text(json.dumps({k: v.to_json() for k, v in records.items()}))
+
+    def start(self, component: str, argv: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+        proc, record = spawn(component, argv, self.paths.log(component), env=env, tie_to_parent=self.tie_to_parent)
+        self._save({**self._load(), component: record})
+        return proc
+
+    def stop(self, component: str) -> None:
+        records = self._load()
+        if component in records:
+            stop(records[component], self.marker)
+
+    def stop_all(self) -> None:
+        for component in reversed(list(self._load())):
+            self.stop(component)

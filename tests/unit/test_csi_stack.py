@@ -1,0 +1,117 @@
+"""The host-side CSI stack's command lines and objects (pvchaos/clusters/csi.py), pure:
+the sidecar flags the brief fixes, what the harness writes in a kubelet's place, and a
+start that fails naming its component and log with nothing left running."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pvchaos.clusters import csi
+from pvchaos.clusters.local.processes import is_ours
+from pvchaos.kube.errors import ClusterError
+
+D = Path("/state/c1")
+BINS = csi.CsiBinaries(Path("/bin/pvchaos-csi"), Path("/bin/csi-provisioner"), Path("/bin/csi-attacher"))
+
+
+def test_the_controller_runs_the_drivers_fixed_cli_in_the_clusters_directory() -> None:
+    paths = csi.paths_for(D)
+    assert csi.controller_args(BINS.driver, paths) == [
+        "/bin/pvchaos-csi", "controller", "--endpoint=unix:///state/c1/csi/controller.sock",
+        "--driver-name=csi.pvchaos.dev", "--state-file=/state/c1/csi/state.json",
+        "--calls-log=/state/c1/csi/calls.jsonl", "--data-root=/state/c1/csi/data", "--control-dir=/state/c1/csi/control"]
+    assert paths.log("csi-attacher") == D / "logs" / "csi-attacher.log", "beside the cluster's other logs"
+
+
+def test_provisioner_flags_follow_the_options_and_upstream_defaults() -> None:
+    argv = csi.provisioner_args(BINS.provisioner, csi.paths_for(D), D / "kubeconfig", csi.CsiOptions())
+    for flag in ("--csi-address=/state/c1/csi/controller.sock", "--kubeconfig=/state/c1/kubeconfig",
+                 "--leader-election=false", "--feature-gates=Topology=true", "--strict-topology=false",
+                 "--immediate-topology=true", "--extra-create-metadata", "--retry-interval-start=250ms",
+                 "--retry-interval-max=5s"):
+        assert flag in argv
+    assert not any(a.startswith("--enable-capacity") for a in argv)
+    tracked = csi.provisioner_args(BINS.provisioner, csi.paths_for(D), D / "kubeconfig",
+                                   csi.CsiOptions(strict_topology=True, immediate_topology=False,
+                                                  capacity_tracking=True))
+    assert {"--strict-topology=true", "--immediate-topology=false", "--enable-capacity",
+            "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s"} <= set(tracked)
+
+
+def test_attacher_flags() -> None:
+    argv = csi.attacher_args(BINS.attacher, csi.paths_for(D), D / "kubeconfig")
+    assert argv[0] == "/bin/csi-attacher"
+    assert {"--csi-address=/state/c1/csi/controller.sock", "--kubeconfig=/state/c1/kubeconfig",
+            "--leader-election=false", "--timeout=15s", "--retry-interval-start=250ms"} <= set(argv)
+
+
+def test_what_a_kubelet_and_registrar_would_write() -> None:
+    node = csi.csi_node_object("zone-a-1", csi.CsiOptions(max_volumes_per_node=7))
+    assert node["metadata"]["name"] == "zone-a-1"
+    assert node["spec"]["drivers"] == [{"name": "csi.pvchaos.dev", "nodeID": "zone-a-1",
+                                        "topologyKeys": ["topology.kubernetes.io/zone", "kubernetes.io/hostname"],
+                                        "allocatable": {"count": 7}}]
+    ann = csi.node_annotations("zone-a-1")
+    assert json.loads(ann["csi.volume.kubernetes.io/nodeid"]) == {"csi.pvchaos.dev": "zone-a-1"}
+    assert ann["volumes.kubernetes.io/controller-managed-attach-detach"] == "true"
+
+
+def test_the_csidriver_needs_attach_and_says_whether_capacity_is_tracked() -> None:
+    spec = csi.csi_driver_object(csi.CsiOptions())["spec"]
+    assert spec == {"attachRequired": True, "podInfoOnMount": True, "storageCapacity": False,
+                    "volumeLifecycleModes": ["Persistent"]}
+    assert csi.csi_driver_object(csi.CsiOptions(capacity_tracking=True))["spec"]["storageCapacity"] is True
+
+
+def test_bad_options_and_too_deep_a_socket_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_volumes_per_node"):
+        csi.CsiOptions(max_volumes_per_node=0)
+    with pytest.raises(ClusterError, match="longer than a unix socket allows"):
+        csi.paths_for(Path("/" + "d" * 100))
+
+
+def _fake(tmp: Path, name: str, script: str) -> Path:
+    path = tmp / name
+    path.write_text(f"#!{sys.executable}\n{script}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_sidecar_that_exits_is_one_line_naming_it_and_its_log_and_nothing_stays(tmp_path: Path) -> None:
+    serve = ("import socket, sys, time\n"
+             "addr = next(a for a in sys.argv if a.startswith('--endpoint=')).split('unix://')[1]\n"
+             "s = socket.socket(socket.AF_UNIX); s.bind(addr); s.listen(); time.sleep(60)")
+    bins = csi.CsiBinaries(_fake(tmp_path, "driver", serve),
+                           _fake(tmp_path, "prov", "import sys; print('F0101 no such flag'); sys.exit(3)"),
+                           _fake(tmp_path, "att", "import time; print('Starting CSI attacher', flush=True); time.sleep(60)"))
+    paths = csi.paths_for(tmp_path)
+    book = csi.ProcessBook(paths, marker=str(tmp_path))
+    with pytest.raises(ClusterError) as err:
+        csi.start_stack(paths, tmp_path / "kubeconfig", bins, csi.CsiOptions(), book, timeout=10)
+    text = str(err.value)
+    assert "\n" not in text
+    assert text.startswith("csi-provisioner exited at start (exit code 3): F0101 no such flag")
+    assert text.endswith(f"(log: {paths.log('csi-provisioner')})")
+    records = book._load()
+    assert set(records) == {"csi-controller", "csi-provisioner", "csi-attacher"}
+    assert not any(is_ours(r, str(tmp_path)) for r in records.values()), "nothing is left running"
+
+
+def test_a_stack_that_starts_is_stopped_by_its_book(tmp_path: Path) -> None:
+    serve = ("import socket, sys, time\n"
+             "addr = next(a for a in sys.argv if a.startswith('--endpoint=')).split('unix://')[1]\n"
+             "s = socket.socket(socket.AF_UNIX); s.bind(addr); s.listen(); time.sleep(60)")
+    bins = csi.CsiBinaries(_fake(tmp_path, "driver", serve),
+                           _fake(tmp_path, "prov", "import time; print('Started provisioner controller', flush=True); time.sleep(60)"),
+                           _fake(tmp_path, "att", "import time; print('Starting CSI attacher', flush=True); time.sleep(60)"))
+    paths = csi.paths_for(tmp_path)
+    book = csi.ProcessBook(paths, marker=str(tmp_path))
+    csi.start_stack(paths, tmp_path / "kubeconfig", bins, csi.CsiOptions(), book, timeout=10)
+    records = book._load()
+    assert all(is_ours(r, str(tmp_path)) for r in records.values())
+    book.stop_all()
+    assert not any(is_ours(r, str(tmp_path)) for r in records.values())
