@@ -30,6 +30,7 @@ from pvchaos import compare_runs, report, upgrade_command
 from pvchaos import explain as explain_command
 from pvchaos.runner import run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
+from pvchaos.tools.csi_sidecars import ensure_csi_sidecars
 from pvchaos.tools.docker_engine import EngineError, ensure_engine, stop_engine
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
@@ -108,6 +109,9 @@ def _build(args: argparse.Namespace) -> int:
     bins = ensure_binaries(args.k8s_version)
     for name, path in bins.all().items():
         print(f"{name}\t{path}")
+    sidecars = ensure_csi_sidecars()  # the local backend's CSI stack runs upstream's sidecars
+    print(f"csi-provisioner\t{sidecars.provisioner}")
+    print(f"csi-attacher\t{sidecars.attacher}")
     return 0
 
 
