@@ -30,6 +30,7 @@ TIERS: tuple[tuple[str, str], ...] = (
     ("unit/", "unit"),
     ("report/", "binaries"),
     ("provisioner/", "binaries"),
+    ("csi/", "binaries"),
     ("backends/test_kind", "binaries"),
     ("backends/", "cluster"),
     ("cluster/", "cluster"),

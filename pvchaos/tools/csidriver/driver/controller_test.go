@@ -45,7 +45,10 @@ func (f *fixture) restart() {
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func (f *fixture) capacity(json string) {
 	os.MkdirAll(f.cfg.ControlDir, 0o755)
