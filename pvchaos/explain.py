@@ -2,7 +2,7 @@
 
 Reads through ``kube.explain_read`` (list calls only), reasons through
 ``conformance.explain`` (pure), and renders a short report for people or JSON for tools
-(schema ``pvchaos.explain/v1``, docs/explain.md). Exit codes: 0 every pod explained is
+(schema ``pvchaos.explain/v2``, docs/explain.md). Exit codes: 0 every pod explained is
 schedulable, 1 a cause was found, 2 bad input (one line on stderr).
 """
 
@@ -17,14 +17,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pvchaos.conformance.explain import Exclusion, Explanation, explain
+from pvchaos.clusters import arguments
+from pvchaos.conformance.explain import Cause, Exclusion, Explanation, explain
 from pvchaos.conformance.remedy import fixes
 from pvchaos.conformance.verdicts import claim_states, node_verdict
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.explain_read import ClusterView, read_view
 from pvchaos.kube.kinds import Obj
 
-SCHEMA = "pvchaos.explain/v1"
+SCHEMA = "pvchaos.explain/v2"  # v2: "causes" lists every cause (v1 had the first only)
 NODES_SHOWN = 12  # above this many nodes, the text report groups nodes by their reason
 
 
@@ -36,8 +37,13 @@ def _meta(obj: Obj) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def is_unscheduled_pending(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") == "Pending" and not (pod.get("spec") or {}).get("nodeName")
+def is_unscheduled_pending(pod: Obj, nodes: Sequence[Obj] | None = None) -> bool:
+    """Pending and not placed: no nodeName, or (given ``nodes``) a nodeName of a node that
+    does not exist, which no kubelet will ever start."""
+    if (pod.get("status") or {}).get("phase") != "Pending":
+        return False
+    where = (pod.get("spec") or {}).get("nodeName")
+    return not where or (nodes is not None and where not in {_meta(n).get("name") for n in nodes})
 
 
 def why_it_fits(view: ClusterView, pod: Obj) -> str:
@@ -50,6 +56,9 @@ def why_it_fits(view: ClusterView, pod: Obj) -> str:
     node = next((n for n in view.nodes if _meta(n).get("name") == where), None)
     if node is None:
         return f"pod {key} is not Pending (phase {phase}): it was scheduled to node {where}, which no longer exists"
+    if phase == "Pending":
+        return (f"pod {key} is scheduled, not waiting for the scheduler: it is bound to node {where} and waits for "
+                "that node's kubelet to start it (phase Pending)")
     scene = view.scene(pod)
     claims = claim_states(scene)
     verdict = node_verdict(scene, node, claims)
@@ -69,14 +78,22 @@ def _exclusion_json(e: Exclusion | None) -> dict[str, Any] | None:
     return asdict(e) if e is not None else None
 
 
+def _cause_json(cause: Cause, with_fixes: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": cause.code, "summary": cause.summary, "details": list(cause.details)}
+    if with_fixes:
+        out["fixes"] = [{"text": f.text, "commands": list(f.commands)} for f in fixes(cause)]
+    return out
+
+
 def to_json(e: Explanation) -> dict[str, Any]:
     """One pod's explanation in the stable schema (docs/explain.md)."""
     agreement = e.scheduler
     return {
         "pod": e.pod,
-        "schedulable": e.cause.code == "SCHEDULABLE",
-        "cause": {"code": e.cause.code, "summary": e.cause.summary, "details": list(e.cause.details)},
+        "schedulable": e.schedulable,
+        "cause": _cause_json(e.cause, False),
         "fixes": [{"text": f.text, "commands": list(f.commands)} for f in fixes(e.cause)],
+        "causes": [_cause_json(c, True) for c in e.causes],
         "fitting_nodes": list(e.fitting),
         "pod_wide": _exclusion_json(e.pod_wide),
         "claims": [asdict(c) for c in e.claims],
@@ -114,6 +131,9 @@ def to_text(e: Explanation) -> str:
     """A short report: cause, claims, nodes, the scheduler's word, fixes."""
     lines = [f"pod {e.pod}", f"cause: {e.cause.summary}  [{e.cause.code}]"]
     lines += [f"  {d}" for d in e.cause.details if d and d not in e.cause.summary]
+    if len(e.causes) > 1:
+        lines.append(f"also ({len(e.causes) - 1} more, fix after the first):")
+        lines += [f"  {c.summary}  [{c.code}]" for c in e.causes[1:]]
     if e.claims:
         lines.append("claims:")
         for c in e.claims:
@@ -130,12 +150,13 @@ def to_text(e: Explanation) -> str:
         verdict = {True: "agrees", False: "DISAGREES", None: "not comparable"}[s.agrees]
         lines.append(f"scheduler ({verdict}): {s.message}")
         lines += [f"  - {d}" for d in s.differences]
-    found = fixes(e.cause)
-    if found:
-        lines.append("fixes:")
-        for i, f in enumerate(found, 1):
-            lines.append(f"  {i}. {f.text}")
-            lines += [f"     $ {c}" for c in f.commands]
+    for n, cause in enumerate(e.causes):
+        found = fixes(cause)
+        if found:
+            lines.append("fixes:" if n == 0 else f"fixes for [{cause.code}]:")
+            for i, f in enumerate(found, 1):
+                lines.append(f"  {i}. {f.text}")
+                lines += [f"     $ {c}" for c in f.commands]
     return "\n".join(lines)
 
 
@@ -147,10 +168,10 @@ def explain_view(view: ClusterView, pod_name: str | None, namespace: str | None)
         if not view.pods:
             raise ExplainInputError(f"no pod {pod_name!r} in namespace {namespace}")
         pod = view.pods[0]
-        if not is_unscheduled_pending(pod):
+        if not is_unscheduled_pending(pod, view.nodes):
             raise ExplainInputError(why_it_fits(view, pod))
         return [explain(view.scene(pod))]
-    pending = sorted((p for p in view.pods if is_unscheduled_pending(p)),
+    pending = sorted((p for p in view.pods if is_unscheduled_pending(p, view.nodes)),
                      key=lambda p: (_meta(p).get("namespace", ""), _meta(p).get("name", "")))
     return [explain(view.scene(p)) for p in pending]
 
@@ -158,7 +179,7 @@ def explain_view(view: ClusterView, pod_name: str | None, namespace: str | None)
 def explain_pod_text(kube: Kube, namespace: str, pod_name: str) -> str | None:
     """The text report for one unscheduled Pending pod, None for any other pod (the plugin's use)."""
     view = read_view(kube, namespace, pod_name)
-    if not view.pods or not is_unscheduled_pending(view.pods[0]):
+    if not view.pods or not is_unscheduled_pending(view.pods[0], view.nodes):
         return None
     return to_text(explain(view.scene(view.pods[0])))
 
@@ -187,16 +208,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"no unscheduled Pending pods {'in namespace ' + namespace if namespace else 'in the cluster'}")
     else:
         print("\n\n".join(to_text(e) for e in explanations))
-    return 1 if any(e.cause.code != "SCHEDULABLE" for e in explanations) else 0
+    return 1 if any(not e.schedulable for e in explanations) else 0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("pod", nargs="?", help="the Pending pod to explain")
-    p.add_argument("-n", "--namespace", default="default")
+    p.add_argument("pod", nargs="?", type=arguments.kube_name, help="the Pending pod to explain")
+    p.add_argument("-n", "--namespace", default="default", type=arguments.kube_name)
     p.add_argument("--all-pending", action="store_true", help="every unscheduled Pending pod of the namespace")
     p.add_argument("-A", "--all-namespaces", action="store_true", help="with --all-pending: of the whole cluster")
-    p.add_argument("--kubeconfig", help="default: $KUBECONFIG, then ~/.kube/config")
-    p.add_argument("--context")
+    p.add_argument("--kubeconfig", type=arguments.existing_file, help="default: $KUBECONFIG, then ~/.kube/config")
+    p.add_argument("--context", type=arguments.free_text)
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 

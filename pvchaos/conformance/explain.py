@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pvchaos.conformance import scheduler_message
-from pvchaos.conformance.causes import Cause, root_cause
+from pvchaos.conformance.causes import Cause, root_causes
 from pvchaos.conformance.types import KubeObject, dig
 from pvchaos.conformance.verdicts import (
     ClaimState, Exclusion, NodeVerdict, Scene, claim_states, node_verdict, pod_key, pod_wide_exclusion, pvs_by_name,
@@ -42,8 +42,18 @@ class Explanation:
     nodes: tuple[NodeVerdict, ...]
     claims: tuple[ClaimState, ...]
     pod_wide: Exclusion | None
-    cause: Cause
+    causes: tuple[Cause, ...]  # every independent cause, the one to fix first first
     scheduler: Agreement
+
+    @property
+    def cause(self) -> Cause:
+        """The cause to fix first."""
+        return self.causes[0]
+
+    @property
+    def schedulable(self) -> bool:
+        """Some node fits and nothing else holds the pod back (the exit code's 0)."""
+        return self.cause.code == "SCHEDULABLE"
 
     @property
     def fitting(self) -> tuple[str, ...]:
@@ -70,6 +80,8 @@ def latest_failed_scheduling(scene: Scene) -> KubeObject | None:
 def agreement(scene: Scene, verdicts: Sequence[NodeVerdict], pod_wide: Exclusion | None) -> Agreement:
     """Compare the predicted per-reason node counts with the scheduler's latest message."""
     predicted: Counter[str] = Counter()
+    if dig(scene.pod, "spec", "nodeName"):  # the scheduler skips a pod with a nodeName
+        return Agreement(None, {}, None, None, ("the pod names its node; the scheduler does not judge it",))
     if pod_wide is None:
         for v in verdicts:
             predicted.update(v.scheduler_reasons())
@@ -106,8 +118,8 @@ def explain(scene: Scene) -> Explanation:
     pvs = pvs_by_name(scene)
     verdicts = tuple(node_verdict(scene, node, claims, pvs) for node in sorted(scene.nodes, key=lambda n: str(dig(n, 'metadata', 'name', default=''))))
     pod_wide = pod_wide_exclusion(claims)
-    cause = root_cause(scene, verdicts, claims, pod_wide)
-    return Explanation(pod_key(scene.pod), verdicts, tuple(claims), pod_wide, cause,
-                       agreement(scene, verdicts, pod_wide))
+    scheduler = agreement(scene, verdicts, pod_wide)
+    causes = root_causes(scene, verdicts, claims, scheduler.parsed)
+    return Explanation(pod_key(scene.pod), verdicts, tuple(claims), pod_wide, causes, scheduler)
 
 

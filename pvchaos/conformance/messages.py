@@ -35,6 +35,8 @@ MESSAGES: Mapping[str, Rows] = {
     "POD_AFFINITY_MISMATCH": ((0, "didn't match Pod's node affinity/selector"),),  # nodeaffinity.go
     "VOLUME_ZONE_CONFLICT": ((0, "node(s) had no available volume zone"),),  # volumezone.go ErrReasonConflict
     "INSUFFICIENT_EPHEMERAL": ((0, "Insufficient ephemeral-storage"),),  # noderesources/fit.go
+    "INSUFFICIENT_CPU": ((0, "Insufficient cpu"),),  # noderesources/fit.go: "Insufficient " + resource name
+    "INSUFFICIENT_MEMORY": ((0, "Insufficient memory"),),
     "NODE_NAME_MISMATCH": ((0, "node(s) didn't match the requested node name"),),  # nodename.go
     # PreFilter rejections of a claim (volume_binding.go / volumerestrictions): the lister's error text.
     "PVC_NOT_FOUND": ((0, 'persistentvolumeclaim "{name}" not found'),),

@@ -26,12 +26,33 @@ from pvchaos.conformance import messages
 NODE_REASON_KEYS = (
     "NODE_AFFINITY_CONFLICT", "NO_PV_TO_BIND", "PV_NOT_EXIST", "NOT_ENOUGH_STORAGE", "UNTOLERATED_TAINT",
     "NODE_UNSCHEDULABLE", "POD_AFFINITY_MISMATCH", "VOLUME_ZONE_CONFLICT", "INSUFFICIENT_EPHEMERAL",
-    "NODE_NAME_MISMATCH",
+    "NODE_NAME_MISMATCH", "INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY",
 )
 """Per-node filter reasons the explanation models (keys of ``messages.MESSAGES``)."""
 
 POD_WIDE_KEYS = ("UNBOUND_IMMEDIATE", "PVC_NOT_FOUND", "PVC_BEING_DELETED", "PVC_BOUND_TO_MISSING_PV")
 """PreFilter rejections that exclude every node at once."""
+
+UNMODELED: tuple[tuple[str, str, str], ...] = (
+    # (words of the reason, the scheduler plugin, the cause code explain gives it)
+    ("Insufficient ", "NodeResourcesFit", "INSUFFICIENT_RESOURCES"),  # noderesources/fit.go
+    ("Too many pods", "NodeResourcesFit", "INSUFFICIENT_RESOURCES"),
+    ("didn't match pod affinity rules", "InterPodAffinity", "INTER_POD_AFFINITY"),  # interpodaffinity/filtering.go
+    ("didn't match pod anti-affinity rules", "InterPodAffinity", "INTER_POD_AFFINITY"),
+    ("didn't satisfy existing pods anti-affinity rules", "InterPodAffinity", "INTER_POD_AFFINITY"),
+    ("topology spread constraints", "PodTopologySpread", "TOPOLOGY_SPREAD"),  # podtopologyspread/filtering.go
+    ("free ports for the requested pod ports", "NodePorts", "UNMODELED_FILTER"),
+    ("exceed max volume count", "NodeVolumeLimits", "UNMODELED_FILTER"),
+)
+"""Reasons of filters explain does not judge per node, with the code a cause from them gets.
+A reason not listed is still a cause (``UNMODELED_FILTER``), never a silent "fits"."""
+
+
+def unmodeled_code(reason: str) -> tuple[str, str]:
+    """(plugin, cause code) for a reason the per-node model does not predict."""
+    return next(((plugin, code) for words, plugin, code in UNMODELED if words in reason),
+                ("an unmodelled filter", "UNMODELED_FILTER"))
+
 
 _HEAD = re.compile(r"0/(?P<total>\d+) nodes are available:?\s*")
 _ENTRY = re.compile(r"(?P<count>\d+) (?P<reason>.+?)(?=, \d+ |$)")

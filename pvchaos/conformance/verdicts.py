@@ -3,7 +3,8 @@
 Built on the oracle the suites already trust: ``conformance.affinity`` for matching,
 ``conformance.claims`` for claim-to-volume matching and ``conformance.placement`` for the
 scheduler's filters. The per-node checks follow kube-scheduler's default filter order
-(NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, VolumeBinding, VolumeZone),
+(NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodeResourcesFit, VolumeBinding,
+VolumeZone),
 so a node's first exclusion is the one the scheduler counts in its FailedScheduling
 message. Every check is kept (not only the first), so the root cause can tell "the
 pod's volume is only reachable on a tainted node" from "every node is tainted".
@@ -23,6 +24,7 @@ from pvchaos.conformance.claims import claim_class, explain_mismatch, find_match
 from pvchaos.conformance.placement import (
     NO_PROVISIONER, SELECTED_NODE_ANNOTATION, UNSCHEDULABLE_TAINT, can_provision, pod_claim_keys, volume_zone_ok,
 )
+from pvchaos.conformance.quantity import parse_quantity
 from pvchaos.conformance.types import KubeObject, dig
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -30,6 +32,7 @@ WFFC = "WaitForFirstConsumer"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 POD_FILTERS = ("NodeName", "NodeAffinity")
+RESOURCE_FILTERS = ("NodeResourcesFit",)
 NODE_STATE_FILTERS = ("NodeUnschedulable", "TaintToleration")
 VOLUME_FILTERS = ("VolumeBinding", "VolumeZone")
 
@@ -268,19 +271,30 @@ def claim_states(scene: Scene) -> list[ClaimState]:
     return out
 
 
-def pod_wide_exclusion(claims: Sequence[ClaimState]) -> Exclusion | None:
-    """A PreFilter rejection: a claim that is missing, being deleted, bound to a PV that
-    is gone, or unbound Immediate."""
-    for c in claims:
-        if c.status == "missing":
-            return Exclusion("VolumeBinding", ("PVC_NOT_FOUND",), c.detail, claim=c.key)
-        if c.status == "terminating":
-            return Exclusion("VolumeBinding", ("PVC_BEING_DELETED",), c.detail, claim=c.key)
-        if c.status == "pv-gone":  # PreFilter since GetPodVolumeClaims looks the PV up (seen on 1.35)
-            return Exclusion("VolumeBinding", ("PVC_BOUND_TO_MISSING_PV",), c.detail, claim=c.key, pv=c.pv)
-        if c.status in ("class-missing", "unbound-immediate"):
-            return Exclusion("VolumeBinding", ("UNBOUND_IMMEDIATE",), c.detail, claim=c.key)
+def _claim_exclusion(c: ClaimState) -> Exclusion | None:
+    """The PreFilter rejection one claim causes, or None when it leaves the nodes to the filters."""
+    if c.status == "missing":
+        return Exclusion("VolumeBinding", ("PVC_NOT_FOUND",), c.detail, claim=c.key)
+    if c.status == "terminating":
+        return Exclusion("VolumeBinding", ("PVC_BEING_DELETED",), c.detail, claim=c.key)
+    if c.status == "pv-gone":  # PreFilter since GetPodVolumeClaims looks the PV up (seen on 1.35)
+        return Exclusion("VolumeBinding", ("PVC_BOUND_TO_MISSING_PV",), c.detail, claim=c.key, pv=c.pv)
+    if c.status in ("class-missing", "unbound-immediate"):
+        return Exclusion("VolumeBinding", ("UNBOUND_IMMEDIATE",), c.detail, claim=c.key)
     return None
+
+
+def pod_wide_exclusions(claims: Sequence[ClaimState]) -> list[Exclusion]:
+    """Every claim's PreFilter rejection, in the pod's volume order: each is a cause of its
+    own, though the scheduler reports only the first."""
+    return [e for c in claims if (e := _claim_exclusion(c)) is not None]
+
+
+def pod_wide_exclusion(claims: Sequence[ClaimState]) -> Exclusion | None:
+    """The PreFilter rejection the scheduler reports: that of the first claim with one
+    (missing, being deleted, bound to a PV that is gone, or unbound Immediate)."""
+    found = pod_wide_exclusions(claims)
+    return found[0] if found else None
 
 
 # ---- one node --------------------------------------------------------------------------------
@@ -313,6 +327,49 @@ def _pod_affinity(pod: KubeObject, node: KubeObject) -> list[Exclusion]:
         text, term, key = _selector_failure(node, required, match_fields=True)
         return [Exclusion("NodeAffinity", ("POD_AFFINITY_MISMATCH",), f"pod node affinity {text}", term=term, label=key)]
     return []
+
+
+RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def _container_requests(container: KubeObject) -> dict[str, Any]:
+    """A container's requests; limits stand in for missing requests, as the API server defaults them."""
+    limits = dig(container, "resources", "limits", default={}) or {}
+    requests = dig(container, "resources", "requests", default={}) or {}
+    return {**{k: v for k, v in limits.items() if k in RESOURCES}, **requests}
+
+
+def pod_requests(pod: KubeObject) -> dict[str, Any]:
+    """What NodeResourcesFit charges a pod: the sum over containers, at least the largest
+    init container, plus the pod's overhead (``resource.PodRequests``)."""
+    total: dict[str, Any] = {}
+    for container in dig(pod, "spec", "containers", default=[]) or []:
+        for k, v in _container_requests(container).items():
+            total[k] = total.get(k, 0) + parse_quantity(v)
+    for container in dig(pod, "spec", "initContainers", default=[]) or []:
+        for k, v in _container_requests(container).items():
+            total[k] = max(total.get(k, 0), parse_quantity(v))
+    for k, v in (dig(pod, "spec", "overhead", default={}) or {}).items():
+        total[k] = total.get(k, 0) + parse_quantity(v)
+    return {k: v for k, v in total.items() if k in RESOURCES and v > 0}
+
+
+def _resources(pod: KubeObject, node: KubeObject) -> list[Exclusion]:
+    """NodeResourcesFit, as far as it can be judged without the other pods: a request
+    larger than the node's whole allocatable (absent allocatable counts as 0, as in the
+    scheduler) can never fit, whatever else runs there."""
+    allocatable = dig(node, "status", "allocatable", default={}) or {}
+    short = [(k, v) for k, v in pod_requests(pod).items() if v > parse_quantity(allocatable.get(k, 0))]
+    if not short:
+        return []
+    keys = {"cpu": "INSUFFICIENT_CPU", "memory": "INSUFFICIENT_MEMORY", "ephemeral-storage": "INSUFFICIENT_EPHEMERAL"}
+    text = "; ".join(f"requests {_quantity_text(v)} {k}, the node's allocatable is {allocatable.get(k, 0)}"
+                     for k, v in short)
+    return [Exclusion("NodeResourcesFit", tuple(keys[k] for k, _ in short), text, label=short[0][0])]
+
+
+def _quantity_text(value: Any) -> str:
+    return str(int(value)) if value == int(value) else f"{float(value):g}"
 
 
 def pvs_by_name(scene: Scene) -> dict[str, KubeObject]:
@@ -384,9 +441,10 @@ def node_verdict(scene: Scene, node: KubeObject, claims: Sequence[ClaimState],
     """Every constraint excluding the pod from ``node``, in the scheduler's filter order.
     ``pvs`` is ``pvs_by_name(scene)``, passed in when judging many nodes."""
     pvs = pvs_by_name(scene) if pvs is None else pvs
-    exclusions = _node_state(scene.pod, node) + _pod_affinity(scene.pod, node) + _volumes(scene, node, claims, pvs)
-    order = {"NodeUnschedulable": 0, "NodeName": 1, "TaintToleration": 2, "NodeAffinity": 3,
-             "VolumeBinding": 4, "VolumeZone": 5}
+    exclusions = (_node_state(scene.pod, node) + _pod_affinity(scene.pod, node) + _resources(scene.pod, node)
+                  + _volumes(scene, node, claims, pvs))
+    order = {"NodeUnschedulable": 0, "NodeName": 1, "TaintToleration": 2, "NodeAffinity": 3, "NodeResourcesFit": 4,
+             "VolumeBinding": 5, "VolumeZone": 6}
     return NodeVerdict(_name(node), _zone(node), tuple(sorted(exclusions, key=lambda e: order[e.filter])))
 
 

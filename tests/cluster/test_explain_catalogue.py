@@ -3,13 +3,20 @@ local cluster (real kube-scheduler, PV controller and provisioners).
 
 Every case makes the situation, waits for the scheduler's verdict (PodScheduled=False,
 reason Unschedulable, and its FailedScheduling message where one is due), then explains
-the pod through the same list calls and engine as the command, and asserts the root
-cause and that the scheduler's message agrees with the per-node prediction.
+the pod through the same list calls and engine as the command, and asserts the causes,
+that the scheduler's message agrees with the per-node prediction (where explain models
+the filter), and that every suggested command is well formed for the cluster's objects
+(``tests.unit.explain_scenes.command_problems``). A few cases run the suggested fix
+with kubectl and see the pod scheduled. The pure, larger catalogue (combinations
+included) is tests/unit/test_explain_catalogue.py.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +30,8 @@ from pvchaos import cli
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
 from pvchaos.plugin import evidence
+from pvchaos.conformance.remedy import fixes
+from tests.unit.explain_scenes import command_problems, scene_names
 
 pytestmark = [pytest.mark.needs("zones", "static-pv")]
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
@@ -34,8 +43,40 @@ def explained(ws: Workspace, pod: str, key: str | None) -> Explanation:
     found = x.pod_unschedulable(ws, pod, key)
     if key is None:
         wait_for_event(ws.kube, found, "nodes are available", reason="FailedScheduling")
+    return explained_now(ws, pod)
+
+
+def explained_now(ws: Workspace, pod: str) -> Explanation:
+    """Explain the pod as it is, and check every suggested command against the cluster."""
     view = read_view(ws.kube, ws.namespace, pod)
-    return explain(view.scene(view.pods[0]))
+    scene = view.scene(view.pods[0])
+    e = explain(scene)
+    for cause in e.causes:
+        for fix in fixes(cause):
+            for command in fix.commands:
+                assert not command_problems(command, scene_names(scene), ws.namespace), (
+                    cause.code, command, command_problems(command, scene_names(scene), ws.namespace))
+    return e
+
+
+def exit_code(ws: Workspace, pod: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
+    """The command's exit code and JSON for one pod."""
+    code = cli.main(["explain", pod, "-n", ws.namespace, "--kubeconfig", str(ws.cluster.kubeconfig), "-o", "json"])
+    return code, json.loads(capsys.readouterr().out)["pods"][0]
+
+
+def run_fix(ws: Workspace, kubectl: Path, command: str) -> None:
+    """Run one suggested command as a user would (kubectl against this cluster)."""
+    argv = shlex.split(command, comments=True)
+    assert argv[0] == "kubectl" and "&&" not in argv and ">" not in argv, command
+    done = subprocess.run([str(kubectl), "--kubeconfig", str(ws.cluster.kubeconfig), *argv[1:]],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (command, done.stderr)
+
+
+def scheduled(ws: Workspace, pod: str, timeout: float = 60) -> None:
+    wait_for(ws.kube, "Pod", pod, lambda p: bool((p.get("spec") or {}).get("nodeName")), "scheduled",
+             ws.namespace, timeout)
 
 
 def agrees(e: Explanation) -> None:
@@ -57,7 +98,7 @@ def test_immediate_binding_across_zones(ws: Workspace, capsys: pytest.CaptureFix
     code = cli.main(["explain", "app", "-n", ws.namespace, "--kubeconfig", str(ws.cluster.kubeconfig), "-o", "json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1
-    assert out["schema"] == "pvchaos.explain/v1"
+    assert out["schema"] == "pvchaos.explain/v2"
     assert out["pods"][0]["cause"]["code"] == "IMMEDIATE_BINDING_WRONG_ZONE"
     assert out["pods"][0]["scheduler"]["agrees"] is True
 
@@ -220,3 +261,127 @@ def test_local_volume_on_a_tainted_node(ws: Workspace) -> None:
     assert e.cause.code == "VOLUME_NODES_UNAVAILABLE"
     assert e.cause.facts["nodes"] == [o.name(node)]
     agrees(e)
+
+
+# ---- filters explain did not model, and pods the scheduler never judges (issue #30) -----------
+
+@pytest.mark.needs("ephemeral-storage")
+def test_ephemeral_storage_beyond_every_node(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """Was a false "fits" (exit 0); now a cause of its own, agreeing with the scheduler."""
+    ws.create(b.pod("app", requests={"ephemeral-storage": "100Ti"}))
+    e = explained(ws, "app", "INSUFFICIENT_EPHEMERAL")
+    assert [c.code for c in e.causes] == ["INSUFFICIENT_RESOURCES"]
+    agrees(e)
+    code, doc = exit_code(ws, "app", capsys)
+    assert code == 1 and doc["schedulable"] is False
+
+
+def test_pod_affinity_that_matches_no_pod(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "no-such-db"}}, "topologyKey": o.ZONE_KEY}]}}
+    ws.create(b.pod("app", extra_spec={"affinity": affinity}))
+    e = explained(ws, "app", None)
+    assert [c.code for c in e.causes] == ["INTER_POD_AFFINITY"]
+    assert "pod affinity rules" in e.cause.details[0]  # the scheduler's own words are the evidence
+    code, _ = exit_code(ws, "app", capsys)
+    assert code == 1
+
+
+def test_topology_spread_on_a_key_no_node_has(ws: Workspace) -> None:
+    spread = [{"maxSkew": 1, "topologyKey": "pvchaos.dev/no-such-key", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "spread"}}}]
+    ws.create(b.pod("app", labels={"app": "spread"}, extra_spec={"topologySpreadConstraints": spread}))
+    e = explained(ws, "app", None)
+    assert [c.code for c in e.causes] == ["TOPOLOGY_SPREAD"]
+
+
+def test_scheduler_name_nobody_serves(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    ws.create(b.pod("app", extra_spec={"schedulerName": "nobody-scheduler"}))
+    e = explained_now(ws, "app")
+    assert [c.code for c in e.causes] == ["NO_SCHEDULER"]
+    code, _ = exit_code(ws, "app", capsys)
+    assert code == 1
+
+
+def test_node_name_of_a_missing_node(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """Was exit 2 with "is not Pending (phase Pending)"."""
+    ws.create(b.pod("app", node_name="no-such-node-42"))
+    code, doc = exit_code(ws, "app", capsys)
+    assert code == 1 and doc["cause"]["code"] == "NODE_NAME_MISSING"
+    assert explained_now(ws, "app").cause.code == "NODE_NAME_MISSING"
+
+
+# ---- every cause, node identity, granularity, fixes that work ----------------------------------
+
+def test_missing_claim_and_claim_in_the_wrong_zone(ws: Workspace) -> None:
+    """Two independent causes: the scheduler reports the first; explain names both."""
+    zone_a, zone_b = ws.zones()[0], ws.zones()[1]
+    x.bound_pair(ws, b.zone_affinity(zone_a))
+    ws.create(b.pod("app", ("never-created", "data"), node_selector={o.ZONE_KEY: zone_b}))
+    e = explained(ws, "app", None)
+    assert [c.code for c in e.causes] == ["CLAIM_MISSING", "IMMEDIATE_BINDING_WRONG_ZONE"]
+    agrees(e)
+
+
+def test_pv_naming_the_node_by_name_not_hostname_label(ws: Workspace) -> None:
+    node = next((n for n in ws.nodes() if o.hostname(n) != o.name(n)), None)
+    if node is None:
+        pytest.skip("every node's kubernetes.io/hostname label equals its name here")
+    x.bound_pair(ws, b.hostname_affinity(o.name(node)))
+    ws.create(b.pod("app", ("data",)))
+    e = explained(ws, "app", "NODE_AFFINITY_CONFLICT")
+    assert [c.code for c in e.causes] == ["PV_HOSTNAME_IS_NODE_NAME"]
+    assert o.hostname(node) in e.cause.summary and "no longer in the cluster" not in e.cause.summary
+    agrees(e)
+
+
+def test_node_level_conflict_inside_one_zone(ws: Workspace) -> None:
+    zone = ws.zones()[0]
+    if len(ws.nodes(zone)) < 2:
+        pytest.skip(f"zone {zone} has one node")
+    volume_node, pod_node = ws.node(zone, 0), ws.node(zone, 1)
+    x.bound_pair(ws, b.hostname_affinity(o.hostname(volume_node)))
+    ws.create(b.pod("app", ("data",), node_selector=ws.pin(pod_node)))
+    e = explained(ws, "app", "NODE_AFFINITY_CONFLICT")
+    assert e.cause.code == "IMMEDIATE_BINDING_WRONG_ZONE"
+    assert f"node {o.name(volume_node)}" in e.cause.summary and f"zone {zone}" not in e.cause.summary
+    agrees(e)
+
+
+def test_released_retain_pv_fix_clears_the_claim_ref(ws: Workspace, kubectl: Path) -> None:
+    """The suggested `kubectl patch pv ... remove /spec/claimRef`, run as given, lets the pod schedule."""
+    pv = x.bound_pair(ws, None, claim="old")
+    name = o.name(pv)
+    ws.delete("PersistentVolumeClaim", "old")
+    wait_for(ws.kube, "PersistentVolume", name, lambda p: o.phase(p) == "Released", "phase Released")
+    ws.create(b.persistent_volume_claim("data", "5Gi", "", volume_name=name))
+    ws.create(b.pod("app", ("data",)))
+    e = explained(ws, "app", "UNBOUND_IMMEDIATE")
+    assert e.cause.code == "PV_RELEASED"
+    agrees(e)
+    command = fixes(e.cause)[0].commands[0]
+    assert command == f"""kubectl patch pv {name} --type json -p '[{{"op":"remove","path":"/spec/claimRef"}}]'"""
+    run_fix(ws, kubectl, command)
+    scheduled(ws, "app")
+
+
+@pytest.mark.disruptive
+@pytest.mark.needs("node-labels")
+def test_taint_with_a_toleration_of_the_wrong_effect(ws: Workspace, kubectl: Path) -> None:
+    """The pod tolerates the key with NoExecute; the taint is NoSchedule. The suggested
+    toleration (the taint's effect) and the suggested removal are both offered; the
+    toleration patch, run as given, lets the pod schedule."""
+    node = ws.node()
+    add_taint(ws.cleanup, ws.kube, o.name(node), {"key": "pvchaos.dev/dedicated", "value": "db", "effect": "NoSchedule"})
+    x.bound_pair(ws, b.hostname_affinity(o.hostname(node)))
+    wrong = [{"key": "pvchaos.dev/dedicated", "operator": "Equal", "value": "db", "effect": "NoExecute"}]
+    ws.create(b.pod("app", ("data",), tolerations=wrong))
+    e = explained(ws, "app", "UNTOLERATED_TAINT")
+    assert e.cause.code == "VOLUME_NODES_UNAVAILABLE"
+    agrees(e)
+    commands = [c for f in fixes(e.cause) for c in f.commands]
+    assert f"kubectl taint nodes {o.name(node)} pvchaos.dev/dedicated=db:NoSchedule-" in commands
+    tolerate = next(c for c in commands if "/spec/tolerations" in c)
+    assert '"effect":"NoSchedule"' in tolerate
+    run_fix(ws, kubectl, tolerate)
+    scheduled(ws, "app")

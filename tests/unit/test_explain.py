@@ -39,12 +39,12 @@ def test_disagreement_is_reported_not_hidden() -> None:
     s = scene(pod("data", selector={ZONE: "b"}), [pvc("data", "fast", volume="pv-a", phase="Bound")],
               [pv("pv-a", terms([(ZONE, "In", ["a"])]), claim="data", cls="fast")], [IMMEDIATE],
               events=[failed_scheduling("0/5 nodes are available: 2 node(s) didn't match PersistentVolume's node "
-                                        "affinity, 3 Insufficient cpu.")])
+                                        "affinity, 3 Too many pods.")])
     agreement = explain(s).scheduler
     assert agreement.agrees is False
     assert "the scheduler counted 5 nodes, explain sees 4" in agreement.differences
     assert any("NODE_AFFINITY_CONFLICT: the scheduler counts 2" in d for d in agreement.differences)
-    assert "not modelled by explain: 3 Insufficient cpu" in agreement.differences
+    assert "not modelled by explain: 3 Too many pods" in agreement.differences
 
 
 def test_old_wording_is_read_for_old_minors_only() -> None:
@@ -174,8 +174,9 @@ def test_immediate_class_whose_provisioner_failed() -> None:
     event = {"kind": "Event", "reason": "ProvisioningFailed", "message": "quota exceeded",
              "involvedObject": {"kind": "PersistentVolumeClaim", "name": "data", "namespace": NS}}
     e = explain(scene(pod("data"), [pvc("data", "fast")], classes=[IMMEDIATE], events=[event]))
-    assert e.cause.code == "PROVISIONING_PENDING"
+    assert e.cause.code == "PROVISIONING_FAILED"  # the provisioner ran: its own error, not "check that it runs"
     assert "quota exceeded" in e.cause.summary
+    assert any("quota" in f.text and "raise the quota" in f.text for f in fixes(e.cause))
 
 
 def test_pod_pinned_outside_allowed_topologies() -> None:

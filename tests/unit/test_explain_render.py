@@ -18,10 +18,13 @@ def test_json_schema_fields() -> None:
         "0/4 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, 3 node(s) didn't match "
         "Pod's node affinity/selector.")]))
     doc = json.loads(explanations_json([e]))
-    assert doc["schema"] == SCHEMA == "pvchaos.explain/v1"
+    assert doc["schema"] == SCHEMA == "pvchaos.explain/v2"
     one = doc["pods"][0]
-    assert set(one) == {"pod", "schedulable", "cause", "fixes", "fitting_nodes", "pod_wide", "claims", "nodes",
-                        "scheduler"}
+    assert set(one) == {"pod", "schedulable", "cause", "fixes", "causes", "fitting_nodes", "pod_wide", "claims",
+                        "nodes", "scheduler"}
+    assert [c["code"] for c in one["causes"]] == ["IMMEDIATE_BINDING_WRONG_ZONE"]
+    assert one["causes"][0]["fixes"] == one["fixes"]  # v1's "cause" and "fixes" are the first of "causes"
+    assert {k: v for k, v in one["causes"][0].items() if k != "fixes"} == one["cause"]
     assert one["schedulable"] is False and one["cause"]["code"] == "IMMEDIATE_BINDING_WRONG_ZONE"
     b1 = next(n for n in one["nodes"] if n["node"] == "b1")
     assert b1["excluded_by"] == {"filter": "VolumeBinding", "reasons": ["NODE_AFFINITY_CONFLICT"],
@@ -37,7 +40,7 @@ def test_text_names_cause_nodes_scheduler_and_fixes() -> None:
     text = to_text(explain(scene(pod("data", selector={ZONE: "b"}), **INCIDENT)))
     assert "[IMMEDIATE_BINDING_WRONG_ZONE]" in text
     assert "nodes (0 of 4 fit):" in text and "scheduler: no FailedScheduling event yet" in text
-    assert "fixes:\n  1. use a WaitForFirstConsumer class" in text
+    assert "fixes:\n  1. class fast binds Immediately, before the pod is scheduled: use a WaitForFirstConsumer" in text
 
 
 def test_many_nodes_are_grouped_by_reason() -> None:
@@ -46,4 +49,12 @@ def test_many_nodes_are_grouped_by_reason() -> None:
     assert ("  100 node(s), e.g. n000, n003, n006: NodeAffinity: pod nodeSelector needs topology.kubernetes.io/zone=b;"
             " node has topology.kubernetes.io/zone=a") in text
     assert "  100 node(s), e.g. n001, n004, n007: VolumeBinding: claim app/data -> PV pv-a" in text
-    assert len(text.splitlines()) < 20
+    assert len(text.splitlines()) < 25
+
+
+def test_every_cause_is_named_and_each_has_its_fixes() -> None:
+    """Two independent problems: the text leads with the first and names the second."""
+    text = to_text(explain(scene(pod("gone", "data", selector={ZONE: "b"}), **INCIDENT)))
+    assert text.splitlines()[1].endswith("[CLAIM_MISSING]")
+    assert "also (1 more, fix after the first):" in text and "[IMMEDIATE_BINDING_WRONG_ZONE]" in text
+    assert "fixes for [IMMEDIATE_BINDING_WRONG_ZONE]:" in text

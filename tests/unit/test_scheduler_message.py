@@ -31,9 +31,10 @@ def test_wording_by_minor() -> None:
 
 
 def test_unknown_reasons_are_kept() -> None:
-    m = parse("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't find available persistent volumes to bind.")
+    m = parse("0/3 nodes are available: 1 Too many pods, 2 node(s) didn't find available persistent volumes to bind.")
     assert m.counts == {"NO_PV_TO_BIND": 2}
-    assert m.unknown == {"Insufficient cpu": 1}
+    assert m.unknown == {"Too many pods": 1}
+    assert parse("0/3 nodes are available: 3 Insufficient cpu.").counts == {"INSUFFICIENT_CPU": 3}
 
 
 def test_not_a_filter_message() -> None:
