@@ -41,14 +41,28 @@ var knobKeys = []string{keyTimes, keyNodes, keyZones, keyFirstNode, keyCode, key
 const defaultReason = "pvchaos.dev: provisioning fails on purpose"
 
 // failCodes are the code names fail-code accepts: every gRPC code but OK, spelled as
-// codes.Code.String() spells them ("ResourceExhausted", "DeadlineExceeded", ...).
+// codes.Code.String() spells them ("ResourceExhausted", "DeadlineExceeded", ...) or as
+// the CSI spec's tables do ("RESOURCE_EXHAUSTED"), since suites copy from either.
 var failCodes = func() map[string]codes.Code {
 	m := map[string]codes.Code{}
 	for c := codes.Canceled; c <= codes.Unauthenticated; c++ {
 		m[c.String()] = c
+		m[upperSnake(c.String())] = c
 	}
 	return m
 }()
+
+// upperSnake turns "ResourceExhausted" into "RESOURCE_EXHAUSTED".
+func upperSnake(camel string) string {
+	var b strings.Builder
+	for i, r := range camel {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
 
 // FailPlan is a class's knob, parsed.
 type FailPlan struct {
@@ -106,7 +120,11 @@ func ParseFailPlan(params map[string]string) (*FailPlan, error) {
 	if v, ok := params[keyCode]; ok {
 		c, known := failCodes[v]
 		if !known {
-			return nil, fmt.Errorf("%s=%q: want a gRPC code name, one of %s", keyCode, v, strings.Join(sortedKeys(failCodes), ", "))
+			var names []string
+			for c := codes.Canceled; c <= codes.Unauthenticated; c++ {
+				names = append(names, c.String())
+			}
+			return nil, fmt.Errorf("%s=%q: want a gRPC code name, one of %s", keyCode, v, strings.Join(names, ", "))
 		}
 		plan.Code = c
 	}

@@ -42,6 +42,14 @@ func TestParseFailPlanAllKeys(t *testing.T) {
 	}
 }
 
+func TestFailCodeSpellings(t *testing.T) {
+	for in, want := range map[string]codes.Code{"Internal": codes.Internal, "DEADLINE_EXCEEDED": codes.DeadlineExceeded, "InvalidArgument": codes.InvalidArgument, "ABORTED": codes.Aborted} {
+		if p, err := ParseFailPlan(map[string]string{keyCode: in}); err != nil || p.Code != want {
+			t.Errorf("%s: %v %v", in, p, err)
+		}
+	}
+}
+
 func TestParseFailPlanRejectsBadValues(t *testing.T) {
 	for _, params := range []map[string]string{
 		{keyTimes: "-1"}, {keyTimes: "many"}, {keyNodes: "a,,b"}, {keyFirstNode: "yes please"},
