@@ -109,3 +109,17 @@ def test_csi_sanity_passes_against_pvchaos_csi_all(access_type: str, tmp_path: P
     methods = {line["method"] for line in lines}
     assert {"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"} <= methods
     assert not any("fail-nodes" in json.dumps(line.get("response", {})) for line in lines), "knob keys leaked"
+
+
+def test_the_driver_digest_ignores_go_tests(tmp_path: Path) -> None:
+    """A Go test edit must not rebuild the driver for every user; a source edit must."""
+    from pvchaos.tools.csi_driver import csi_driver_digest
+
+    src = tmp_path / "csidriver"
+    shutil.copytree(CSI_DRIVER_SRC, src)
+    before = csi_driver_digest(src)
+    assert before == csi_driver_digest()
+    (src / "driver" / "knob_test.go").write_text("package driver\n")
+    assert csi_driver_digest(src) == before
+    (src / "driver" / "knob.go").write_text((src / "driver" / "knob.go").read_text() + "\n// edit\n")
+    assert csi_driver_digest(src) != before

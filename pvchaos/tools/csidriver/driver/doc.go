@@ -1,0 +1,20 @@
+// Package driver is pvchaos-csi: a small CSI driver that does what the CSI spec says, so
+// the harness can put the upstream external-provisioner and external-attacher in the loop.
+//
+// The contract other code relies on:
+//
+//   - Volume modes, from the class parameter pvchaos.dev/topology: "zone" (default;
+//     accessible_topology [{topology.kubernetes.io/zone: Z}], or none without
+//     requirements) and "node" (node-local; [{kubernetes.io/hostname: H}]).
+//   - volume_context: pvchaos.dev/topology, pvchaos.dev/zone, pvchaos.dev/node (when
+//     known), pvchaos.dev/capacity-bytes. publish_context: pvchaos.dev/attached-to.
+//   - The failure knob: pvchaos.dev/fail-{times,nodes,zones,first-node,code,action,reason,delay}
+//     (knob.go); any other pvchaos.dev/ key is INVALID_ARGUMENT.
+//   - --control-dir/capacity.json: {"<zone>": "<quantity>"}, read on every call.
+//   - The state file (state.go): {"volumes": {id: {...,"published": {node: {...}}}},
+//     "node_zones": {hostname: zone}, "knob_attempts": {name: {"failed", "first_node"}}}.
+//   - The calls log (callslog.go): one JSON object per line with time, service, method,
+//     request, code ("OK", a gRPC code name, or "Crash"), message, duration_ms, response.
+//   - Node backing directories: <data-root>/zone/<id> (the zone's shared directory) and
+//     <data-root>/local/<id>; a block volume's data is the file "block" inside it.
+package driver
