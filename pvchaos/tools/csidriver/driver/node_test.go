@@ -1,0 +1,145 @@
+package driver
+
+// The node service with real bind mounts (root only): data written through the target
+// lands in the backing directory, every step is idempotent, readonly holds, block
+// publishes a file, and nothing stays mounted.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+)
+
+func newTestNode(t *testing.T) (*Node, string) {
+	if os.Geteuid() != 0 {
+		t.Skip("bind mounts need root")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := NewLogger("test", "")
+	log.stderr = testWriter{t}
+	t.Cleanup(func() {
+		points, _ := MountPoints()
+		for _, p := range points {
+			if strings.HasPrefix(p, dir+"/") {
+				t.Errorf("left mounted: %s", p)
+				_ = UnmountAll(p)
+			}
+		}
+	})
+	return NewNode(NodeConfig{NodeID: "n1", Hostname: "n1", Zone: "z1", DataRoot: filepath.Join(dir, "data")}, log), dir
+}
+
+func blockCap(m csi.VolumeCapability_AccessMode_Mode) *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: m},
+	}
+}
+
+func TestNodeMountLifecycle(t *testing.T) {
+	n, dir := newTestNode(t)
+	ctx := context.Background()
+	vctx := map[string]string{CtxTopology: ModeNode, CtxNode: "n1"}
+	staging, target, roTarget := filepath.Join(dir, "staging"), filepath.Join(dir, "pods", "t"), filepath.Join(dir, "pods", "ro")
+	stage := &csi.NodeStageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, VolumeCapability: mountCap(snw), VolumeContext: vctx}
+	for i := 0; i < 2; i++ {
+		if _, err := n.NodeStageVolume(ctx, stage); err != nil {
+			t.Fatalf("stage %d: %v", i, err)
+		}
+	}
+	publish := &csi.NodePublishVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, TargetPath: target, VolumeCapability: mountCap(snw), VolumeContext: vctx}
+	for i := 0; i < 2; i++ {
+		if _, err := n.NodePublishVolume(ctx, publish); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(target, "hello"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "data", "local", "v1", "hello")); err != nil || string(data) != "hi" {
+		t.Fatalf("the write did not reach the node-local backing directory: %q %v", data, err)
+	}
+	ro := &csi.NodePublishVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, TargetPath: roTarget, VolumeCapability: mountCap(snw), VolumeContext: vctx, Readonly: true}
+	if _, err := n.NodePublishVolume(ctx, ro); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(roTarget, "nope"), nil, 0o644); err == nil {
+		t.Fatal("a readonly publish is writable")
+	}
+	for _, tp := range []string{target, roTarget, target} { // the second unpublish of target is idempotent
+		if _, err := n.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "v1", TargetPath: tp}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(tp); !os.IsNotExist(err) {
+			t.Fatalf("target %s not removed: %v", tp, err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mounted, _ := IsMountPoint(staging); mounted {
+		t.Fatal("staging still mounted")
+	}
+	// Another node's local volume is not here.
+	other := &csi.NodeStageVolumeRequest{VolumeId: "v2", StagingTargetPath: staging, VolumeCapability: mountCap(snw),
+		VolumeContext: map[string]string{CtxTopology: ModeNode, CtxNode: "n2"}}
+	_, err := n.NodeStageVolume(ctx, other)
+	wantCode(t, err, codes.FailedPrecondition, "n2")
+}
+
+func TestNodeBlockPublish(t *testing.T) {
+	n, dir := newTestNode(t)
+	ctx := context.Background()
+	vctx := map[string]string{CtxTopology: ModeZone, CtxZone: "z1", CtxCapacity: "4194304"}
+	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "dev", "v1")
+	if _, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, VolumeCapability: blockCap(snw), VolumeContext: vctx}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, TargetPath: target, VolumeCapability: blockCap(snw), VolumeContext: vctx}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(target); err != nil || fi.Size() != 4*Mi || !fi.Mode().IsRegular() {
+		t.Fatalf("block target: %v %v", fi, err)
+	}
+	if mounted, _ := IsMountPoint(target); !mounted {
+		t.Fatal("block target not bind-mounted")
+	}
+	if _, err := n.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "v1", TargetPath: target}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNodeArgumentChecksAndRecordOnly(t *testing.T) {
+	log, _ := NewLogger("test", "")
+	n := NewNode(NodeConfig{NodeID: "n1", Hostname: "n1"}, log) // no data root: calls are checked, nothing mounted
+	ctx := context.Background()
+	_, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{StagingTargetPath: "/x", VolumeCapability: mountCap(snw)})
+	wantCode(t, err, codes.InvalidArgument)
+	_, err = n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "/x", VolumeCapability: mountCap(snw)})
+	wantCode(t, err, codes.FailedPrecondition, "staging")
+	_, err = n.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "v"})
+	wantCode(t, err, codes.InvalidArgument)
+	if _, err := n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v", StagingTargetPath: "/nonexistent/s", TargetPath: "/nonexistent/t", VolumeCapability: mountCap(snw)}); err != nil {
+		t.Fatalf("record-only publish: %v", err)
+	}
+	if _, err := os.Stat("/nonexistent"); !os.IsNotExist(err) {
+		t.Fatal("record-only mode touched the file system")
+	}
+	info, _ := n.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	if info.GetAccessibleTopology().GetSegments()[HostnameKey] != "n1" {
+		t.Fatalf("NodeGetInfo: %v", info)
+	}
+}
