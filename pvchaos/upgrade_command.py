@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.options import REPO_ROOT, Options
 from pvchaos import runner
@@ -19,14 +20,14 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--from", dest="from_version", default=DEFAULT_K8S_VERSION,
+    p.add_argument("--from", dest="from_version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version,
                    help=f"the version the cluster starts at (default {DEFAULT_K8S_VERSION})")
-    p.add_argument("--to", dest="to_version", required=True, help="the version it is upgraded to, e.g. v1.36.3")
+    p.add_argument("--to", dest="to_version", required=True, type=arguments.k8s_version, help="the version it is upgraded to, e.g. v1.36.3")
     p.add_argument("--force-skew", action="store_true",
                    help="upgrade even when the version-skew policy forbids it (a downgrade, or two minors)")
-    p.add_argument("--zones", default="3")
-    p.add_argument("--nodes-per-zone", type=int, default=2)
-    p.add_argument("--report-dir", type=Path, default=REPO_ROOT / "reports" / "upgrade",
+    p.add_argument("--zones", default="3", type=arguments.zones)
+    p.add_argument("--nodes-per-zone", type=arguments.nodes_per_zone, default=2)
+    p.add_argument("--report-dir", type=arguments.writable_dir, default=REPO_ROOT / "reports" / "upgrade",
                    help="where the Allure results, report, JUnit XML and summary go (default reports/upgrade)")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --, passed to pytest")
 

@@ -59,3 +59,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         except ValueError:
             continue  # a pytester session's own files
         item.add_marker(f"tier_{tier_of(relative)}")
+
+
+# Hypothesis: CI draws the same examples every run (`ci`, loaded when CI is set); a
+# developer explores with `--hypothesis-seed N`, or `--hypothesis-profile explore` for more.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True)
+_hypothesis_settings.register_profile("explore", max_examples=3000)
+if __import__("os").environ.get("CI"):
+    _hypothesis_settings.load_profile("ci")

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pvchaos.clusters import arguments
 from pvchaos.clusters.local.config import minor_of, parse_feature_gates
 from pvchaos.tools.build import REPO_ROOT, ensure_binaries
 from pvchaos.tools.gates import known_gates
@@ -25,8 +27,28 @@ BACKENDS = ("local", "kind", "existing")
 
 
 def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None,
-         choices: tuple[str, ...] | None = None, kind: type | None = None) -> dict[str, Any]:
-    return {"flag": flag, "help": help, "pytest": pytest, "action": action, "choices": choices, "type": kind}
+         choices: tuple[str, ...] | None = None, kind: type | None = None,
+         check: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """A field's flag; `check` is its validator from pvchaos/clusters/arguments.py (an
+    argparse `type=`), or None for a flag that takes no value."""
+    return {"flag": flag, "help": help, "pytest": pytest, "action": action, "choices": choices, "type": kind,
+            "check": check}
+
+
+def backend_list(text: str) -> str:
+    """`local`, or several backends comma-separated, each once."""
+    names = [b.strip() for b in text.split(",")]
+    unknown = [b for b in names if b not in BACKENDS]
+    if not text or unknown or len(set(names)) != len(names):
+        raise arguments.Bad(f"{text!r}: give one or more of {', '.join(BACKENDS)}, comma-separated, each once")
+    return text
+
+
+def suite_names(text: str) -> str:
+    """Comma-separated suite names (file names in suites/ without `test_`)."""
+    if not re.fullmatch(r"[a-z0-9_]+(,[a-z0-9_]+)*", text):
+        raise arguments.Bad(f"{text!r}: suite names are lowercase words with '_', comma-separated")
+    return text
 
 
 @dataclass(frozen=True)
@@ -35,27 +57,27 @@ class Options:
 
     backend: str = field(default="local", metadata=_opt(
         "--backend", "where the suites run: local (default; a real control plane with KWOK nodes), kind or "
-        "existing; `pvchaos run` takes several, comma-separated (local,kind), and compares their verdicts"))
+        "existing; `pvchaos run` takes several, comma-separated (local,kind), and compares their verdicts", check=backend_list))
     k8s_version: str = field(default="", metadata=_opt(
-        "--k8s-version", "Kubernetes version of local (or kind) clusters, e.g. v1.35.4"))
+        "--k8s-version", "Kubernetes version of local (or kind) clusters, e.g. v1.35.4", check=arguments.k8s_versions))
     zones: str = field(default="3", metadata=_opt(
-        "--zones", "number of zones of local clusters, or a comma-separated list of names"))
+        "--zones", "number of zones of local clusters, or a comma-separated list of names", check=arguments.zones))
     nodes_per_zone: int = field(default=2, metadata=_opt("--nodes-per-zone", "nodes per zone of local clusters",
-                                                         kind=int))
+                                                         kind=int, check=arguments.nodes_per_zone))
     feature_gates: str = field(default="", metadata=_opt(
-        "--feature-gates", "extra gates for local clusters, A=true,B=false"))
+        "--feature-gates", "extra gates for local clusters, A=true,B=false", check=arguments.feature_gates))
     kubeconfig: str | None = field(default=None, metadata=_opt(
-        "--kubeconfig", "kubeconfig of an existing cluster (--backend existing)"))
-    context: str | None = field(default=None, metadata=_opt("--context", "context in --kubeconfig"))
+        "--kubeconfig", "kubeconfig of an existing cluster (--backend existing)", check=arguments.existing_file))
+    context: str | None = field(default=None, metadata=_opt("--context", "context in --kubeconfig", check=arguments.free_text))
     allow_disruptive: bool = field(default=False, metadata=_opt(
         "--allow-disruptive", "allow node/zone faults and label changes on a cluster pvchaos did not create",
         action="store_true"))
     allow_contexts: tuple[str, ...] = field(default=(), metadata=_opt(
-        "--allow-context", "a context name disruptive suites may run against (repeatable)", action="append"))
+        "--allow-context", "a context name disruptive suites may run against (repeatable)", action="append", check=arguments.free_text))
     keep_cluster: bool = field(default=False, metadata=_opt(
         "--keep-cluster", "leave shared clusters running after the run", action="store_true"))
     profile: str | None = field(default=None, metadata=_opt(
-        "--profile", "a driver profile (upstream external storage test driver file)"))
+        "--profile", "a driver profile (upstream external storage test driver file)", check=arguments.existing_file))
     no_canaries: bool = field(default=False, metadata=_opt(
         "--no-canaries", "skip the per-cluster canaries (pvchaos/kit/canaries.py): every test then waits out "
         "its own timeouts on a broken cluster, as the detection-power self-checks need", action="store_true"))
@@ -64,15 +86,18 @@ class Options:
         "deselected", action="store_true"))
     scale_size: str = field(default="60x120", metadata=_opt(
         "--scale-size", "NODESxPODS of the scale suite's storms (default 60x120, sized for CI; "
-        "bench/storm.py runs 1000x2000)"))
+        "bench/storm.py runs 1000x2000)", check=arguments.scale_size))
+    shard: str = field(default="", metadata=_opt(
+        "--shard", "K/N: run only part K of N of the selected tests (the same split on every machine, balanced "
+        "by the report history's durations; `pvchaos report merge` joins the parts' reports)", check=arguments.shard))
     # -- `pvchaos run` only: rendered into pytest's own arguments ------------------------------
     suites: tuple[str, ...] = field(default=(), metadata=_opt(
-        "--suites", "comma-separated suite names (default: all)", pytest=False, action="append"))
-    keyword: str | None = field(default=None, metadata=_opt("-k", "pytest -k expression", pytest=False))
+        "--suites", "comma-separated suite names (default: all)", pytest=False, action="append", check=suite_names))
+    keyword: str | None = field(default=None, metadata=_opt("-k", "pytest -k expression", pytest=False, check=arguments.free_text))
     workers: str = field(default="auto", metadata=_opt(
-        "--workers", "parallel workers (pytest-xdist); 0 runs in one process", pytest=False))
+        "--workers", "parallel workers (pytest-xdist); 0 runs in one process", pytest=False, check=arguments.workers))
     report_dir: Path = field(default_factory=lambda: default_report_dir(), metadata=_opt(
-        "--report-dir", "where the Allure results, report, JUnit XML and summary go", pytest=False, kind=Path))
+        "--report-dir", "where the Allure results, report, JUnit XML and summary go", pytest=False, kind=Path, check=arguments.writable_dir))
     pytest_args: tuple[str, ...] = ()  # after `--` on the command line, passed to pytest as they are
     paths: tuple[str, ...] = ()  # `pvchaos run PATH...`: the user's own suite files or directories
 
@@ -103,16 +128,33 @@ def add_options(add: Callable[..., Any], pytest_side: bool) -> None:
             kwargs["default"] = default
         if meta["choices"]:
             kwargs["choices"] = meta["choices"]
-        if meta["type"] is int:
+        if meta["check"] is not None:
+            kwargs["type"] = meta["check"]
+        elif meta["type"] is int:
             kwargs["type"] = int
         add(meta["flag"], **kwargs)
+
+
+def check_options(options: Options) -> None:
+    """Every option's own check (the same ones the command line applies), for options
+    built in code or taken from pytest's config: ValueError naming the flag and value."""
+    for name, meta, default in _declared():
+        check = meta["check"]
+        value = getattr(options, name)
+        if check is None or value == default or value is None:
+            continue
+        for one in (value if isinstance(value, tuple) else (value,)):
+            try:
+                check(str(one))
+            except argparse.ArgumentTypeError as exc:
+                raise ValueError(f"{meta['flag']} {one}: {exc}") from None
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """`pvchaos run`'s arguments: every option, and the user's own suite paths; what
     follows `--` goes to pytest (split off before parsing: `split_pytest_args`)."""
     add_options(parser.add_argument, pytest_side=False)
-    parser.add_argument("paths", nargs="*", metavar="PATH",
+    parser.add_argument("paths", nargs="*", metavar="PATH", type=arguments.existing_path,
                         help="your own suite files or directories, run with the same options, summary and report "
                              "(alone, or with --suites for built-in ones too)")
 
