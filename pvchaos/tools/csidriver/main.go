@@ -5,6 +5,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 
@@ -21,6 +23,10 @@ func main() {
 		fmt.Println("pvchaos-csi", driver.Version, "CSI spec 1.14.0")
 	case "controller", "node", "all":
 		opts, err := parseFlags(cmd, os.Args[2:])
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Println(usage)
+			return
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "pvchaos-csi %s: %v\n", cmd, err)
 			os.Exit(2)
