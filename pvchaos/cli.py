@@ -26,7 +26,7 @@ from pvchaos.clusters.options import (
     split_pytest_args,
 )
 from pvchaos.clusters.topology import Topology
-from pvchaos import compare_runs, report, upgrade_command
+from pvchaos import compare_runs, report, report_merge, upgrade_command
 from pvchaos import explain as explain_command
 from pvchaos.runner import run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
@@ -213,6 +213,13 @@ def parser() -> argparse.ArgumentParser:
                    help="where compare.md and the Allure report of both runs go (default reports/compare)")
     c.add_argument("--no-html", action="store_true", help="only compare.md and allure-results, no HTML report")
     c.set_defaults(func=_compare)
+
+    rp = sub.add_parser("report", help="report tools").add_subparsers(dest="action", required=True)
+    m = rp.add_parser("merge", help="one report from the report directories of shards, backends and versions",
+                      description="Exit 0: every test passed; 1: a test failed, or a shard or a test is missing; "
+                                  "2: directories that cannot be merged. See docs/ci.md.")
+    report_merge.add_arguments(m)
+    m.set_defaults(func=report_merge.run)
 
     k = sub.add_parser("kind", help="kind backend tools").add_subparsers(dest="action", required=True)
     bi = k.add_parser("build-image", help="build (or find cached) the offline kind node image of a version")

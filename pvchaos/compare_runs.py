@@ -48,7 +48,7 @@ CATEGORY = report.change_category(
 _NORMALIZE = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uid>"),
     (re.compile(r"\b(pvchaos-[a-z0-9-]*?)-[0-9a-f]{6}\b"), r"\1-<id>"),  # kube.naming.unique
-    (re.compile(r"\bpvchaos-(gw\d+|main)-"), "pvchaos-<worker>-"),
+    (re.compile(r"\bpvchaos-(s\d+-)?(gw\d+|main)-"), "pvchaos-<worker>-"),  # s2-: the shard (--shard 2/N)
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?"), "<time>"),
     (re.compile(r"\b\d+\.\d+s\b"), "<n>s"),
 ]

@@ -23,7 +23,8 @@ from pvchaos.clusters.topology import Topology
 from pvchaos.conformance import feature_gates
 from pvchaos.drivers.profile import load_profile
 from pvchaos import compare_backends as cmp
-from pvchaos import compare_runs, report, supervise, version_matrix
+from pvchaos import compare_runs, report, run_record, supervise, version_matrix
+from pvchaos.shard import parse_shard
 from pvchaos.certification import (
     render_certification,
     results_from_allure,
@@ -122,6 +123,11 @@ def validate(req: Options) -> None:
     problem = unwritable(req.report_dir)
     if problem:
         raise UsageError(f"--report-dir {req.report_dir}: cannot write there ({problem})")
+    if req.shard:
+        try:
+            parse_shard(req.shard)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def check_gates(req: Options) -> None:
@@ -177,6 +183,9 @@ def pytest_argv(req: Options) -> list[str]:
     from_schema = [a for a in _pytest_flags(req) if not a.startswith("--backend=")]
     if "scale" in req.suites and not req.scale:  # asking for the scale suite by name is asking for it
         from_schema.append("--scale")
+    from_schema.append(f"--selection-record={req.report_dir / run_record.SELECTION_FILE}")  # for run.json
+    if req.shard:  # the split balanced by this report directory's history (CI: the previous night's)
+        from_schema.append(f"--shard-durations={lay.history}")
     return argv + from_schema + list(req.pytest_args)
 
 
@@ -320,7 +329,9 @@ def _run_and_report(req: Options) -> int:
             if old.is_file():
                 old.unlink()
     lay.results.mkdir(parents=True, exist_ok=True)
+    (req.report_dir / run_record.SELECTION_FILE).unlink(missing_ok=True)
     outcome = supervise.run_owned(pytest_argv(req), working_directory(req))
+    _record_run(req, interrupted=outcome.interrupted_by is not None)
     left = _sweep("after the run") if req.backend == "local" else []
     supervise.reap_zombie_children()  # cluster processes of a killed worker were reparented to us
     env = environment(req)
@@ -341,6 +352,16 @@ def _run_and_report(req: Options) -> int:
         return outcome.returncode
     print(stopped_line(outcome, left, remaining_clusters()), file=sys.stderr)
     return supervise.exit_code_for(outcome.interrupted_by)
+
+
+def _record_run(req: Options, interrupted: bool) -> None:
+    """run.json: what this report directory is a report of, so `pvchaos report merge` can
+    refuse reports of different test sets or pvchaos versions (pvchaos/run_record.py)."""
+    record = run_record.build(
+        backend=req.backend, kubernetes=req.k8s_version or (DEFAULT_K8S_VERSION if req.backend == "local" else ""),
+        shard=req.shard, selection=run_record.read_selection(req.report_dir), suites=req.suites,
+        keyword=req.keyword, interrupted=interrupted, commit=run_record.source_commit())
+    run_record.write(req.report_dir, record)
 
 
 STOPPED_CODES = (supervise.exit_code_for(signal.SIGINT), supervise.exit_code_for(signal.SIGTERM))

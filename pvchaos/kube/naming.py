@@ -13,8 +13,11 @@ TEST_LABEL = "pvchaos.dev/test"
 
 
 def worker_id() -> str:
-    """`gw0`, `gw1`... under pytest-xdist; `main` otherwise."""
-    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+    """`gw0`, `gw1`... under pytest-xdist; `main` otherwise; prefixed with the shard
+    (`s2-gw0`) under `--shard 2/N`, so shards sharing one cluster never collide."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    shard = os.environ.get("PVCHAOS_SHARD")  # set by pvchaos.plugin.sharding
+    return f"{shard}-{worker}" if shard else worker
 
 
 def slug(text: str, limit: int = 20) -> str:

@@ -23,6 +23,7 @@ from pvchaos.kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
 from pvchaos.plugin import evidence, hookspecs, interrupts, summary, upgrade_options
+from pvchaos.plugin import sharding
 from pvchaos.runner import available_memory_mib
 from pvchaos.plugin.fixtures import (
     CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
@@ -49,6 +50,7 @@ MARKERS = (
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
     pluginmanager.register(summary, "pvchaos-summary")  # the session-end table (summary.py)
+    pluginmanager.register(sharding, "pvchaos-sharding")  # --shard K/N, applied after every other deselection
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
