@@ -13,9 +13,14 @@ given name), so a partitioned node can rejoin with its address. Pods get address
 the node image's `pvchaos-cni` (no kindnetd, no kube-proxy, no CoreDNS: nothing under
 test needs Services or DNS, and their images could not be built offline).
 
-Volumes: the harness's provisioners run on the host against the cluster with
-`-hostpath-root`, so every dynamic PV is a directory the kubelet really creates and
-mounts; static stand-in CSI PVs are turned into hostPath PVs by the suites' workspace.
+Volumes: real CSI (kind_csi.py). Our driver `pvchaos-csi` runs as a node plugin in every
+worker, registered by the real kubelet; its controller service and upstream's
+external-provisioner and external-attacher run on the host against the cluster
+(clusters/csi.py). Zonal volumes are directories of a per-zone host directory that only
+that zone's workers mount; node-local ones live inside the node. The old test double
+(`provisioner_kind="test-double"`: hostPath PVs under `-hostpath-root`) stays selectable
+to compare the two. Static stand-in CSI PVs are turned into hostPath PVs by the suites'
+workspace.
 
 Faults: node failure is `docker pause` (the kubelet freezes, its Lease goes stale);
 a crash is `docker stop` (the kubelet is gone; return boots the node again); a network
@@ -39,12 +44,15 @@ from typing import Any
 
 import yaml
 
+from pvchaos.clusters import csi, kind_csi
 from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterError, ClusterHandle
 from pvchaos.clusters.local.config import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
 from pvchaos.clusters.local.processes import ProcessRecord, spawn, stop
 from pvchaos.clusters.local.registry import state_root
 from pvchaos.clusters.topology import HOSTNAME_KEY, Topology
+from pvchaos.kube.client import connect
 from pvchaos.tools.build import REPO_ROOT, BuildError, ensure_binaries
+from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
 from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
 from pvchaos.tools.nodeimage.recipe import KIND_VERSION
@@ -66,8 +74,9 @@ DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpd
 # preflight asks a registry for kube-proxy and CoreDNS, which these clusters do not run
 # (every image they run is in the node image already).
 PREFLIGHT: dict[str, Any] = {"ignorePreflightErrors": ["SystemVerification", "ImagePull"]}
-ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
+ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"  # the test double's names
 LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
+PROVISIONER_KINDS = ("csi", "test-double")  # as the local backend's LocalClusterConfig.provisioner_kind
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 CLUSTER_LABEL = "io.x-k8s.kind.cluster"
 WAIT = "180s"
@@ -121,9 +130,11 @@ def _patch(kind: str, body: dict[str, Any]) -> str:
 
 def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S_VERSION,
                 image: str = IMAGE_PLACEHOLDER, feature_gates: dict[str, bool] | None = None,
-                kcm_flags: dict[str, str] | None = None, kubelet: dict[str, Any] | None = None) -> dict[str, Any]:
+                kcm_flags: dict[str, str] | None = None, kubelet: dict[str, Any] | None = None,
+                zones_dir: str | Path | None = kind_csi.ZONES_PLACEHOLDER) -> dict[str, Any]:
     """A kind v1alpha4 Cluster: one control plane, then the topology's nodes as workers in
-    order, each registered under its topology name."""
+    order, each registered under its topology name and, with `zones_dir` (CSI), mounting
+    its zone's shared volume directory `<zones_dir>/<zone>` (kind_csi.py)."""
     topology = topology or Topology()
     minor = parse_version(k8s_version)
     gates = default_gates(k8s_version) if feature_gates is None else dict(feature_gates)
@@ -147,9 +158,12 @@ def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S
     cfg["kubeadmConfigPatches"] = patches
     nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": image}]
     for spec in topology.nodes():
-        nodes.append({"role": "worker", "image": image, "labels": _node_labels(spec.labels),
-                      "kubeadmConfigPatches": [_patch("JoinConfiguration",
-                                                      {"nodeRegistration": {"name": spec.name, **PREFLIGHT}})]})
+        worker: dict[str, Any] = {"role": "worker", "image": image, "labels": _node_labels(spec.labels)}
+        if zones_dir is not None:
+            worker["extraMounts"] = kind_csi.zone_mounts(zones_dir, spec.zone)
+        worker["kubeadmConfigPatches"] = [_patch("JoinConfiguration",
+                                                 {"nodeRegistration": {"name": spec.name, **PREFLIGHT}})]
+        nodes.append(worker)
     cfg["nodes"] = nodes
     return cfg
 
@@ -189,7 +203,8 @@ def render_yaml(config: dict[str, Any], k8s_version: str = DEFAULT_K8S_VERSION) 
     """The file kind reads, with a header saying where it came from."""
     header = (f"# Generated by clusters/kind.py: kind_config(Topology(), {k8s_version!r}).\n"
               "# Regenerate: .venv/bin/python -m pvchaos.clusters.kind > kind-config/multizone.yaml\n"
-              "# The image is built by `pvchaos kind build-image`; the backend fills in its tag.\n"
+              "# The image is built by `pvchaos kind build-image`; the backend fills in its tag,\n"
+              "# and the zones' CSI volume directories under its state directory (extraMounts).\n"
               "# Workers are containers <cluster>-worker, -worker2, ... registered as zone-a-1, ...\n")
     return header + yaml.dump(config, Dumper=_LiteralDumper, sort_keys=False, default_flow_style=False)
 
@@ -324,6 +339,10 @@ class KindFaults:
         return self._docker("exec", self.control_plane, "sh", "-c",
                             f"cat /var/log/pods/kube-system_{component}-*/{component}/*.log 2>/dev/null || true")
 
+    def volume_dir(self, pv: dict[str, Any]) -> str | None:
+        """Where a PV's data is on a node that mounts it (kind_csi.node_volume_dir)."""
+        return kind_csi.node_volume_dir(pv)
+
     def node_exec(self, node: str, command: str) -> str:
         """Run a shell command on a node (e.g. read a file a pod wrote to a volume)."""
         return self._docker("exec", self.container(node), "sh", "-c", command)
@@ -344,17 +363,24 @@ class KindBackend:
     name: str = "kind"
     engine: Engine | None = None
     image: str | None = None
-    detached: bool = False  # outlives this process (`cluster up`); else its provisioner dies with us
+    detached: bool = False  # outlives this process (`cluster up`); else its provisioners die with us
+    # "csi": our driver with upstream's sidecars (kind_csi.py); "test-double": the old
+    # host provisioner writing hostPath PVs, kept as the local backend keeps it, to compare.
+    provisioner_kind: str = "csi"
+    csi_options: csi.CsiOptions = field(default_factory=csi.CsiOptions)
     # The cluster's network is ours to remove: true for a cluster pvchaos made earlier
     # (`cluster down`); `up` clears it until it has created the network itself.
     _owns_network: bool = field(default=True, init=False, repr=False)
+    _csi_bins: csi.CsiBinaries | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.cluster):
             raise ValueError(f"kind cluster name {self.cluster!r}: use 1-32 lowercase letters, digits and '-'")
-        self.config()  # version, gates and labels are refused here, before anything runs
+        if self.provisioner_kind not in PROVISIONER_KINDS:
+            raise ValueError(f"kind: provisioner_kind {self.provisioner_kind!r}: use one of {', '.join(PROVISIONER_KINDS)}")
         if self.directory is None:
             self.directory = kind_directory(self.cluster)
+        self.config()  # version, gates and labels are refused here, before anything runs
 
     @classmethod
     def from_options(cls, options: Any, cluster: str = "pvchaos") -> KindBackend:
@@ -376,9 +402,14 @@ class KindBackend:
     def network(self) -> str:
         return f"pvchaos-{self.cluster}"
 
+    @property
+    def runs_csi(self) -> bool:
+        return self.provisioner_kind == "csi"
+
     def config(self) -> dict[str, Any]:
+        assert self.directory is not None
         return kind_config(self.topology, self.k8s_version, self.image or IMAGE_PLACEHOLDER, self.feature_gates,
-                           self.kcm_flags)
+                           self.kcm_flags, zones_dir=kind_csi.zones_dir(self.directory) if self.runs_csi else None)
 
     def _kind(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         assert self.engine is not None
@@ -387,12 +418,16 @@ class KindBackend:
 
     def prepare(self) -> None:
         """Everything that can be refused or built before a container exists: an engine,
-        kind, the node image, a free cluster name."""
+        kind, the node image, the CSI driver and sidecars, a free cluster name."""
         try:
             self.engine = self.engine or ensure_engine()
             sweep_orphaned_kind_clusters(self.engine)
             ensure_kind()
             self.image = build_node_image(self.engine, self.k8s_version)
+            if self.runs_csi:
+                assert self.directory is not None
+                kind_csi.csi_paths(self.directory)  # a socket path too long is refused here
+                self._csi_binaries()
         except (EngineError, BuildError) as exc:
             raise ClusterError(str(exc)) from None
         listed = self._kind("get", "clusters", timeout=60)
@@ -401,6 +436,15 @@ class KindBackend:
         if self.cluster in listed.stdout.split():
             raise ClusterError(f"kind cluster {self.cluster!r} already exists; remove it with "
                                f"`pvchaos cluster down --backend kind --name {self.cluster}` or choose another --name")
+
+    def _csi_binaries(self) -> csi.CsiBinaries:
+        """Our driver (static: it runs in the node containers too) and upstream's sidecars,
+        built on first use and cached."""
+        if self._csi_bins is None:
+            from pvchaos.tools.csi_driver import ensure_csi_driver  # the driver's own module builds it
+            sidecars = ensure_csi_sidecars()
+            self._csi_bins = csi.CsiBinaries(ensure_csi_driver(), sidecars.provisioner, sidecars.attacher)
+        return self._csi_bins
 
     def _create_network(self) -> None:
         assert self.engine is not None
@@ -432,6 +476,9 @@ class KindBackend:
         self.prepare()
         assert self.directory is not None and self.image is not None
         self.directory.mkdir(parents=True, exist_ok=True)
+        if self.runs_csi:  # before the containers mount them (docker would create them as root-only)
+            for zone in self.topology.zones:
+                (kind_csi.zones_dir(self.directory) / zone).mkdir(parents=True, exist_ok=True)
         config_file = self.directory / "kind-config.yaml"
         config_file.write_text(render_yaml(self.config(), self.k8s_version))
         _log(f"creating kind cluster {self.cluster} ({self.k8s_version}, {self.topology.node_count} workers, "
@@ -445,13 +492,41 @@ class KindBackend:
             if proc.returncode != 0:
                 raise ClusterError(f"kind create cluster {self.cluster}: {last_line(proc)}"
                                    f"{self._node_diagnosis()}")
-            self._await_nodes_ready()
-            self._start_provisioner()
+            created = time.monotonic()
+            if self.runs_csi:
+                self._start_csi()
+            else:
+                self._await_nodes_ready()
+                self._start_provisioner()
         except BaseException:
             self._teardown(quiet=True)
             raise
-        _log(f"kind cluster {self.cluster} ready in {time.monotonic() - start:.0f}s")
+        done = time.monotonic()
+        _log(f"kind cluster {self.cluster} ready in {done - start:.0f}s (kind create {created - start:.0f}s, "
+             f"then {'CSI and ' if self.runs_csi else ''}nodes Ready {done - created:.0f}s)")
         return self.handle()
+
+    def _start_csi(self) -> None:
+        """Host-side stack spawned first (the sidecars wait for the controller's socket
+        themselves), node plugins copied in and started, the CSIDriver created, then every
+        node Ready, the stack serving, and every worker's CSINode written by its kubelet."""
+        assert self.directory is not None and self.engine is not None
+        binaries = self._csi_binaries()  # cached by prepare()
+        paths = kind_csi.csi_paths(self.directory)
+        book = kind_csi.host_stack_book(self.directory, tie_to_parent=not self.detached)
+        procs = csi.spawn_stack(paths, self.kubeconfig, binaries, self.csi_options, book.start,
+                                data_root=kind_csi.data_root(self.directory))
+        workers = kind_node_names(self.cluster, self.topology)
+        kind_csi.install_node_plugins(self.engine, workers, self.topology, binaries.driver, self.csi_options)
+        kind_csi.create_csi_driver(self.kubeconfig, self.csi_options)
+        self._await_nodes_ready()
+        csi.await_stack(paths, procs)
+        kube = connect(self.kubeconfig)
+        try:
+            waited = kind_csi.await_registration(kube, self.engine, workers, self.csi_options, self.cluster)
+        finally:
+            kube.api.close()
+        _log(f"{csi.DRIVER_NAME} registered by the kubelet on {len(workers)} workers ({waited:.1f}s after Ready)")
 
     def _await_nodes_ready(self) -> None:
         """kind's --wait covers the control plane; the suites need every worker Ready."""
@@ -496,10 +571,15 @@ class KindBackend:
 
     # -- down -----------------------------------------------------------------------------------
     def _teardown(self, quiet: bool = False, keep_engine: bool = False) -> list[str]:
-        """Provisioner, cluster, network, files, and the engine if pvchaos started it
-        (unless `keep_engine`); returns what could not be removed."""
+        """Host-side CSI stack or provisioner, cluster, network, files, and the engine if
+        pvchaos started it (unless `keep_engine`); returns what could not be removed."""
         problems = []
         self._stop_provisioner()
+        if self.directory is not None:
+            try:
+                kind_csi.host_stack_book(self.directory).stop_all()
+            except (RuntimeError, ClusterError) as exc:  # survived SIGKILL; a path no socket can have
+                problems.append(f"CSI host stack of {self.cluster}: {exc}")
         if self.engine is None:
             try:
                 self.engine = ensure_engine()
@@ -528,6 +608,15 @@ class KindBackend:
         if problems:
             raise ClusterError("; ".join(problems))
 
+    def _provisioner_description(self) -> dict[str, str]:
+        """Which provisioner runs, for the cluster's description (the Allure environment)."""
+        if not self.runs_csi:
+            return {"provisioner": f"test double pvchaos-provisioner ({ZONAL_PROVISIONER}, {LOCAL_PROVISIONER}; "
+                                   f"hostPath under {HOSTPATH_VOLUME_ROOT})"}
+        return {**csi.description(self.csi_options, PROVISIONER.version, ATTACHER.version),
+                "csi volumes": f"zonal: per-zone host directory mounted at {kind_csi.NODE_ZONE_DIR} in that zone's "
+                               f"workers; node-local: {kind_csi.NODE_DATA_ROOT}/local in the node"}
+
     def handle(self) -> ClusterHandle:
         assert self.engine is not None
         cfg = self.config()
@@ -545,14 +634,15 @@ class KindBackend:
         return ClusterHandle(
             name=self.cluster, backend="kind", kubeconfig=self.kubeconfig, context=f"kind-{self.cluster}",
             k8s_version=self.k8s_version, capabilities=frozenset(caps), feature_gates=gates,
-            zonal_class_provisioner=ZONAL_PROVISIONER, local_class_provisioner=LOCAL_PROVISIONER,
+            zonal_class_provisioner=csi.DRIVER_NAME if self.runs_csi else ZONAL_PROVISIONER,
+            local_class_provisioner=csi.DRIVER_NAME if self.runs_csi else LOCAL_PROVISIONER,
             faults=KindFaults(self.cluster, self.engine, kind_containers(self.cluster, self.topology), self.network),
             directory=self.directory,
             mountable_volumes=True,
             description={
                 "kind": KIND_VERSION, "node image": self.image or "",
                 "docker engine": f"{self.engine.host} ({'started by pvchaos' if self.engine.owned else 'the user'})",
-                "provisioners": f"{ZONAL_PROVISIONER}, {LOCAL_PROVISIONER} (hostPath under {HOSTPATH_VOLUME_ROOT})",
+                **self._provisioner_description(),
                 "node-monitor-grace-period": kcm.get("node-monitor-grace-period", "50s (upstream default)"),
                 "nodes": ", ".join(f"{k}={v}" for k, v in names.items()),
             },

@@ -55,6 +55,18 @@ def test_default_config_is_three_zones_of_two_workers() -> None:
     assert len({n["image"] for n in cfg["nodes"]}) == 1
 
 
+def test_each_worker_mounts_its_own_zones_csi_directory_and_no_other() -> None:
+    """Zonal CSI volumes behave like network storage in one zone (clusters/kind_csi.py)."""
+    cfg = kind_config(zones_dir="/state/kind-x/csi/zones")
+    assert "extraMounts" not in cfg["nodes"][0], "the control plane runs no volumes"
+    for worker in cfg["nodes"][1:]:
+        zone = worker["labels"]["topology.kubernetes.io/zone"]
+        assert worker["extraMounts"] == [{"hostPath": f"/state/kind-x/csi/zones/{zone}",
+                                          "containerPath": "/var/lib/pvchaos-csi/zone"}]
+    assert all("extraMounts" not in n for n in kind_config(zones_dir=None)["nodes"]), "test double: no mounts"
+    assert kind_config()["nodes"][1]["extraMounts"][0]["hostPath"] == "<state dir>/kind-<cluster>/csi/zones/zone-a"
+
+
 def test_topology_drives_the_workers() -> None:
     cfg = kind_config(Topology(zones=("east", "west"), nodes_per_zone=3), "v1.36.3")
     assert len(cfg["nodes"]) == 7
@@ -118,6 +130,9 @@ def test_kind_loads_validates_and_patches_every_config(kindcheck: Path, config: 
         assert r["unmatchedPatchKinds"] is None, "a patch matched no kubeadm document"
         assert "topology.kubernetes.io/zone=zone-a" in r["nodeLabels"][1]
         assert "topology.kubernetes.io/zone=zone-c" in r["nodeLabels"][6]
+    mounts = [[(m["hostPath"], m["containerPath"]) for m in n.get("extraMounts") or []] for n in res["nodes"]]
+    assert mounts[0] == [] and mounts[1] == [("<state dir>/kind-<cluster>/csi/zones/zone-a", "/var/lib/pvchaos-csi/zone")]
+    assert mounts[6] == [("<state dir>/kind-<cluster>/csi/zones/zone-c", "/var/lib/pvchaos-csi/zone")]
 
 
 @pytest.mark.parametrize("minor", sorted(PATCH_VERSIONS))

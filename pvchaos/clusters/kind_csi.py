@@ -1,0 +1,213 @@
+"""CSI on kind: our driver's node plugin in every worker, zonal storage that behaves like
+network storage in one zone, and the host side of the stack (pvchaos/clusters/csi.py).
+
+Why this shape:
+
+- A zonal volume must outlive its node and follow a pod to another node of the zone,
+  but never be reachable from another zone, as a zonal network disk. Each zone gets
+  one directory on the host, `<kind dir>/csi/zones/<zone>`, bind-mounted (kind
+  `extraMounts`) into the workers of that zone only, at `/var/lib/pvchaos-csi/zone`.
+  The host-side controller (`--data-root <kind dir>/csi`) creates
+  `<kind dir>/csi/zones/<zone>/<volume>`; every node of the zone sees it as
+  `/var/lib/pvchaos-csi/zone/<volume>` and the node plugin bind-mounts it for the pod.
+  Node-local volumes live inside the node container (`/var/lib/pvchaos-csi/local`, on
+  kind's `/var` volume), so they die with the node's disk and nowhere else.
+- The node plugin is copied into each worker after `kind create` and runs as an enabled
+  systemd unit, rather than being baked into the node image: the image is keyed by a
+  digest of its recipe, so a driver rebuilt during development would rebuild the image
+  (minutes) where a copy takes a fraction of a second. The container's filesystem
+  survives `docker stop`/`start`, so the enabled unit boots again with the node; after
+  `docker pause` it simply resumes.
+- Registration is the real kubelet's: the plugin serves the registration socket in
+  `/var/lib/kubelet/plugins_registry`, the kubelet calls NodeGetInfo and writes the
+  CSINode (topology keys, allocatable count) and the node's CSI annotation itself.
+"""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from pvchaos.clusters import csi
+from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.topology import HOSTNAME_KEY, NodeSpec, Topology
+from pvchaos.kube.client import Kube, connect
+from pvchaos.tools.docker_engine import Engine, docker, last_line
+
+NODE_DATA_ROOT = "/var/lib/pvchaos-csi"  # the node plugin's --data-root
+NODE_ZONE_DIR = f"{NODE_DATA_ROOT}/zone"  # where a worker sees its zone's shared directory
+NODE_BINARY = "/usr/local/bin/pvchaos-csi"
+NODE_CALLS_LOG = "/var/log/pvchaos-csi/calls.jsonl"
+UNIT = "pvchaos-csi.service"
+UNIT_PATH = f"/etc/systemd/system/{UNIT}"
+PLUGIN_DIR = f"/var/lib/kubelet/plugins/{csi.DRIVER_NAME}"
+REGISTRATION_DIR = "/var/lib/kubelet/plugins_registry"
+# What the rendered kind-config/multizone.yaml shows instead of this machine's state directory.
+ZONES_PLACEHOLDER = "<state dir>/kind-<cluster>/csi/zones"
+REGISTRATION_TIMEOUT = 90.0
+
+
+# ---- paths and config (pure) ------------------------------------------------------------
+
+def csi_paths(directory: Path) -> csi.CsiPaths:
+    """The host-side stack's paths under the kind cluster's directory."""
+    return csi.paths_for(directory)
+
+
+def data_root(directory: Path) -> Path:
+    """The controller's --data-root: it creates `<this>/zones/<zone>/<volume>`."""
+    return csi_paths(directory).root
+
+
+def zones_dir(directory: Path) -> Path:
+    """The parent of the per-zone directories the workers mount."""
+    return data_root(directory) / "zones"
+
+
+def zone_mounts(zones: str | Path, zone: str) -> list[dict[str, Any]]:
+    """A worker's kind `extraMounts`: its zone's shared directory, and no other zone's."""
+    return [{"hostPath": f"{zones}/{zone}", "containerPath": NODE_ZONE_DIR}]
+
+
+def node_plugin_args(spec: NodeSpec, options: csi.CsiOptions) -> list[str]:
+    """The node plugin's command line on one worker (the driver's fixed CLI)."""
+    return [NODE_BINARY, "node", f"--endpoint=unix://{PLUGIN_DIR}/csi.sock", f"--driver-name={csi.DRIVER_NAME}",
+            f"--node-id={spec.name}", f"--zone={spec.zone}",
+            f"--hostname={spec.labels.get(HOSTNAME_KEY, spec.name)}",
+            f"--max-volumes-per-node={options.max_volumes_per_node}", f"--data-root={NODE_DATA_ROOT}",
+            f"--calls-log={NODE_CALLS_LOG}", f"--registration-dir={REGISTRATION_DIR}"]
+
+
+def node_unit(spec: NodeSpec, options: csi.CsiOptions) -> str:
+    """The systemd unit of the node plugin on one worker. Restart=always: a plugin the
+    kubelet refused (it exits on a failed registration) or one killed with the node's
+    processes comes back without the harness."""
+    dirs = " ".join((PLUGIN_DIR, REGISTRATION_DIR, f"{NODE_DATA_ROOT}/local", str(Path(NODE_CALLS_LOG).parent)))
+    return (
+        "[Unit]\n"
+        f"Description=pvchaos-csi node plugin ({csi.DRIVER_NAME}) for {spec.name}\n"
+        "After=containerd.service\n\n"
+        "[Service]\n"
+        f"ExecStartPre=/bin/mkdir -p {dirs}\n"
+        f"ExecStart={shlex.join(node_plugin_args(spec, options))}\n"
+        "Restart=always\nRestartSec=1\n\n"
+        "[Install]\nWantedBy=multi-user.target\n")
+
+
+def registered(csinode: Mapping[str, Any] | None, options: csi.CsiOptions) -> bool:
+    """Does this CSINode (a dict as the API sends it) list our driver as the kubelet
+    writes it after a registration: both topology keys and the allocatable count?"""
+    for drv in ((csinode or {}).get("spec") or {}).get("drivers") or []:
+        if drv.get("name") == csi.DRIVER_NAME:
+            return (sorted(drv.get("topologyKeys") or []) == sorted(csi.TOPOLOGY_KEYS)
+                    and (drv.get("allocatable") or {}).get("count") == options.max_volumes_per_node)
+    return False
+
+
+def node_volume_dir(pv: Mapping[str, Any]) -> str | None:
+    """Where a PV's data is inside a node container that can reach it: our driver's
+    backing directory (zone or node-local, from the volume's attributes), a hostPath's
+    path (static stand-in PVs, the test double), or None for anything else."""
+    spec = pv.get("spec") or {}
+    source = spec.get("csi") or {}
+    if source.get("driver") == csi.DRIVER_NAME:
+        mode = (source.get("volumeAttributes") or {}).get(csi.TOPOLOGY_PARAMETER, "zone")
+        return f"{NODE_DATA_ROOT}/{'local' if mode == 'node' else 'zone'}/{source['volumeHandle']}"
+    return (spec.get("hostPath") or {}).get("path")
+
+
+# ---- node plugins ------------------------------------------------------------------------
+
+def _run(engine: Engine, container: str, *args: str, timeout: float = 120) -> str:
+    proc = docker(engine, args, timeout=timeout)
+    if proc.returncode != 0:
+        raise ClusterError(f"pvchaos-csi node plugin on {container}: docker {' '.join(args[:2])}: {last_line(proc)}")
+    return proc.stdout
+
+
+def install_node_plugin(engine: Engine, container: str, spec: NodeSpec, binary: Path,
+                        options: csi.CsiOptions) -> None:
+    """Copy the static driver and its unit into one worker and start it (enabled, so a
+    `docker start` of the node starts it again)."""
+    with tempfile.TemporaryDirectory(prefix="pvchaos-csi-unit-") as tmp:
+        unit = Path(tmp) / UNIT
+        unit.write_text(node_unit(spec, options))
+        _run(engine, container, "cp", str(binary), f"{container}:{NODE_BINARY}")
+        _run(engine, container, "cp", str(unit), f"{container}:{UNIT_PATH}")
+    _run(engine, container, "exec", container, "sh", "-c",
+         f"chmod 0755 {NODE_BINARY} && systemctl daemon-reload && systemctl enable --now {UNIT}")
+
+
+def install_node_plugins(engine: Engine, containers: Mapping[str, str], topology: Topology, binary: Path,
+                         options: csi.CsiOptions) -> None:
+    """Every worker at once (`containers`: node name -> container)."""
+    specs = topology.nodes()
+    with ThreadPoolExecutor(max_workers=min(8, len(specs))) as pool:
+        for future in [pool.submit(install_node_plugin, engine, containers[s.name], s, binary, options)
+                       for s in specs]:
+            future.result()
+
+
+def _tail(engine: Engine, container: str, command: str) -> str:
+    proc = docker(engine, ["exec", container, "sh", "-c", command], timeout=30)
+    text = " | ".join(ln.strip() for ln in proc.stdout.splitlines() if ln.strip())
+    return text[-400:] or f"(nothing{'' if proc.returncode == 0 else ': ' + last_line(proc)})"
+
+
+def diagnose(engine: Engine, container: str) -> str:
+    """The end of the node plugin's journal and the kubelet's registration lines on one node."""
+    plugin = _tail(engine, container, f"journalctl -u {UNIT} --no-pager -n 3 -o cat")
+    kubelet = _tail(engine, container,
+                    "journalctl -u kubelet --no-pager -o cat | grep -iE 'csi.pvchaos.dev|plugin_?watcher|"
+                    "RegisterPlugin|registration' | tail -n 2")
+    return f"{UNIT} journal: {plugin}; kubelet: {kubelet}"
+
+
+def await_registration(kube: Kube, engine: Engine, containers: Mapping[str, str], options: csi.CsiOptions,
+                       cluster: str, timeout: float = REGISTRATION_TIMEOUT) -> float:
+    """Until every worker's CSINode lists our driver as its kubelet registered it; returns
+    the seconds waited. On timeout ONE line: the nodes missing, and for the first of them
+    the plugin's journal tail and the kubelet's registration log lines."""
+    start = time.monotonic()
+    missing: list[str] = sorted(containers)
+    while True:
+        try:
+            found = {n.metadata.name: kube.api.sanitize_for_serialization(n)
+                     for n in kube.storage.list_csi_node().items}
+        except Exception as exc:  # noqa: BLE001 - the apiserver may blink; the deadline decides
+            found, last_error = {}, f"{type(exc).__name__}: {exc}"
+        else:
+            last_error = ""
+        missing = [n for n in sorted(containers) if not registered(found.get(n), options)]
+        if not missing:
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout:
+            break
+        time.sleep(0.5)
+    first = missing[0]
+    raise ClusterError(
+        f"kind cluster {cluster}: CSI driver {csi.DRIVER_NAME} not registered by the kubelet within {timeout:.0f}s "
+        f"on {', '.join(missing)}{' (' + last_error + ')' if last_error else ''}; on {first} "
+        f"({containers[first]}): {diagnose(engine, containers[first])}".replace("\n", " "))
+
+
+# ---- host side ---------------------------------------------------------------------------
+
+def host_stack_book(directory: Path, tie_to_parent: bool = True) -> csi.ProcessBook:
+    """Where the host-side processes are recorded, so any later process (`cluster down
+    --all`) finds and stops them; the cluster's directory is on each command line."""
+    return csi.ProcessBook(csi_paths(directory), str(directory), tie_to_parent=tie_to_parent)
+
+
+def create_csi_driver(kubeconfig: Path, options: csi.CsiOptions) -> None:
+    """The CSIDriver object (attach required, so VolumeAttachments are made and served)."""
+    kube = connect(kubeconfig)
+    try:
+        kube.storage.create_csi_driver(body=csi.csi_driver_object(options))
+    finally:
+        kube.api.close()

@@ -1,0 +1,62 @@
+"""kind's CSI pieces that need no Docker: the node plugin's unit and command line, the
+zone mounts, and what counts as a kubelet registration (pvchaos/clusters/kind_csi.py)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from pvchaos.clusters import kind_csi
+from pvchaos.clusters.csi import DRIVER_NAME, CsiOptions
+from pvchaos.clusters.topology import Topology
+
+
+def test_the_node_plugin_runs_with_the_nodes_identity_and_the_drivers_fixed_cli() -> None:
+    spec = Topology().nodes()[3]  # zone-b-2
+    unit = kind_csi.node_unit(spec, CsiOptions(max_volumes_per_node=7))
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    argv = shlex.split(exec_start.removeprefix("ExecStart="))
+    assert argv[:2] == ["/usr/local/bin/pvchaos-csi", "node"]
+    assert set(argv[2:]) == {
+        f"--endpoint=unix:///var/lib/kubelet/plugins/{DRIVER_NAME}/csi.sock", f"--driver-name={DRIVER_NAME}",
+        "--node-id=zone-b-2", "--zone=zone-b", "--hostname=zone-b-2", "--max-volumes-per-node=7",
+        "--data-root=/var/lib/pvchaos-csi", "--calls-log=/var/log/pvchaos-csi/calls.jsonl",
+        "--registration-dir=/var/lib/kubelet/plugins_registry"}
+    assert "Restart=always" in unit and "WantedBy=multi-user.target" in unit, "comes back with the node"
+
+
+def test_zonal_data_lives_under_the_clusters_directory_and_mounts_per_zone() -> None:
+    d = Path("/state/kind-x")
+    assert kind_csi.data_root(d) == d / "csi"
+    assert kind_csi.zones_dir(d) == d / "csi" / "zones"
+    assert kind_csi.zone_mounts(kind_csi.zones_dir(d), "zone-c") == [
+        {"hostPath": "/state/kind-x/csi/zones/zone-c", "containerPath": "/var/lib/pvchaos-csi/zone"}]
+
+
+def test_registered_means_the_kubelet_wrote_both_topology_keys_and_the_limit() -> None:
+    opts = CsiOptions(max_volumes_per_node=64)
+
+    def csinode(**drv: object) -> dict:
+        return {"spec": {"drivers": [{"name": DRIVER_NAME, "nodeID": "n",
+                                      "topologyKeys": ["kubernetes.io/hostname", "topology.kubernetes.io/zone"],
+                                      "allocatable": {"count": 64}, **drv}]}}
+
+    assert kind_csi.registered(csinode(), opts)
+    assert not kind_csi.registered(None, opts)
+    assert not kind_csi.registered({"spec": {"drivers": None}}, opts)
+    assert not kind_csi.registered(csinode(topologyKeys=["topology.kubernetes.io/zone"]), opts)
+    assert not kind_csi.registered(csinode(allocatable=None), opts)
+    assert not kind_csi.registered(csinode(name="other.csi"), opts)
+
+
+def test_a_pvs_data_directory_inside_the_node() -> None:
+    def pv(topology: str | None) -> dict:
+        attrs = {} if topology is None else {"pvchaos.dev/topology": topology}
+        return {"spec": {"csi": {"driver": DRIVER_NAME, "volumeHandle": "pvc-1", "volumeAttributes": attrs}}}
+
+    assert kind_csi.node_volume_dir(pv("node")) == "/var/lib/pvchaos-csi/local/pvc-1"
+    assert kind_csi.node_volume_dir(pv("zone")) == "/var/lib/pvchaos-csi/zone/pvc-1"
+    assert kind_csi.node_volume_dir(pv(None)) == "/var/lib/pvchaos-csi/zone/pvc-1"
+    assert kind_csi.node_volume_dir({"spec": {"hostPath": {"path": "/var/lib/pvchaos/volumes/x"}}}) == \
+        "/var/lib/pvchaos/volumes/x"
+    assert kind_csi.node_volume_dir({"spec": {"csi": {"driver": "other", "volumeHandle": "h"}}}) is None
