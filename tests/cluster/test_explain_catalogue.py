@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pvchaos.chaos.labels import add_taint
+from pvchaos.chaos.labels import add_taint, set_node_labels
 from pvchaos.conformance.explain import Explanation, explain
 from pvchaos.kube import builders as b
 from pvchaos.kube import objects as o
@@ -385,3 +385,171 @@ def test_taint_with_a_toleration_of_the_wrong_effect(ws: Workspace, kubectl: Pat
     assert '"effect":"NoSchedule"' in tolerate
     run_fix(ws, kubectl, tolerate)
     scheduled(ws, "app")
+
+
+@pytest.mark.disruptive
+@pytest.mark.needs("node-labels")
+def test_pv_naming_a_relabelled_node_by_name(ws: Workspace) -> None:
+    """The node's kubernetes.io/hostname label no longer equals its name (as on clouds
+    where the two differ): a PV naming the node reports the label, not "node gone"."""
+    node = ws.node()
+    set_node_labels(ws.cleanup, ws.kube, o.name(node), {o.HOSTNAME_KEY: f"{o.name(node)}-host"})
+    x.bound_pair(ws, b.hostname_affinity(o.name(node)))
+    ws.create(b.pod("app", ("data",)))
+    e = explained(ws, "app", "NODE_AFFINITY_CONFLICT")
+    assert [c.code for c in e.causes] == ["PV_HOSTNAME_IS_NODE_NAME"]
+    assert f"{o.name(node)}-host" in e.cause.summary
+    agrees(e)
+
+
+@pytest.mark.disruptive
+@pytest.mark.needs("node-labels")
+def test_cordoned_healthy_volume_node_fix_uncordons(ws: Workspace, kubectl: Path) -> None:
+    node = ws.node()
+    ws.cleanup.push(f"uncordon {o.name(node)}", lambda: ws.patch("Node", o.name(node), {"spec": {"unschedulable": None}}))
+    ws.patch("Node", o.name(node), {"spec": {"unschedulable": True}})
+    x.bound_pair(ws, b.hostname_affinity(o.hostname(node)))
+    ws.create(b.pod("app", ("data",)))
+    e = explained(ws, "app", "NODE_UNSCHEDULABLE")
+    assert e.cause.code == "VOLUME_NODES_UNAVAILABLE"
+    agrees(e)
+    texts = " ".join(f.text for f in fixes(e.cause))
+    assert "not ready" not in texts
+    run_fix(ws, kubectl, fixes(e.cause)[0].commands[0])
+    scheduled(ws, "app")
+
+
+@pytest.mark.needs("dynamic-zonal", "provisioning-failures")
+def test_provisioner_failure_is_quoted(ws: Workspace) -> None:
+    sc = ws.storage_class("fail", "Immediate", parameters=b.provisioning_failures(reason="quota exceeded for tier gold"))
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    ws.create(b.pod("app", ("data",)))
+    wait_for_event(ws.kube, ws.get("PersistentVolumeClaim", "data") or {}, "quota exceeded for tier gold",
+                   reason="ProvisioningFailed")
+    e = explained(ws, "app", "UNBOUND_IMMEDIATE")
+    assert e.cause.code == "PROVISIONING_FAILED"
+    assert "quota exceeded for tier gold" in e.cause.summary
+    assert "raise the quota" in fixes(e.cause)[0].text
+    agrees(e)
+
+
+@pytest.mark.needs("dynamic-zonal")
+def test_class_typo_and_local_pv_node_gone(ws: Workspace) -> None:
+    sc = ws.storage_class("typo", "WaitForFirstConsumer")
+    x.bound_pair(ws, b.hostname_affinity("replaced-node-9"))
+    ws.create(b.persistent_volume_claim("logs", "1Gi", sc[:-1]))
+    ws.create(b.pod("app", ("logs", "data")))
+    e = explained(ws, "app", "UNBOUND_IMMEDIATE")
+    assert [c.code for c in e.causes] == ["CLASS_MISSING", "LOCAL_PV_NODE_GONE"]
+    agrees(e)
+
+
+# ---- more single causes and combinations ---------------------------------------------------
+
+@pytest.mark.needs("ephemeral-storage")
+def test_selector_that_matches_nothing_and_a_request_too_big(ws: Workspace) -> None:
+    ws.create(b.pod("app", node_selector={"disk": "nvme"}, requests={"ephemeral-storage": "100Ti"}))
+    e = explained(ws, "app", "POD_AFFINITY_MISMATCH")
+    assert [c.code for c in e.causes] == ["POD_SELECTOR_MATCHES_NO_NODE", "INSUFFICIENT_RESOURCES"]
+    agrees(e)
+
+
+def test_memory_beyond_every_node(ws: Workspace) -> None:
+    ws.create(b.pod("app", requests={"memory": "100Ti"}))
+    e = explained(ws, "app", None)
+    assert [c.code for c in e.causes] == ["INSUFFICIENT_RESOURCES"]
+    agrees(e)
+
+
+def test_scheduler_name_and_volume_in_the_wrong_zone(ws: Workspace) -> None:
+    zone_a, zone_b = ws.zones()[0], ws.zones()[1]
+    x.bound_pair(ws, b.zone_affinity(zone_a))
+    ws.create(b.pod("app", ("data",), node_selector={o.ZONE_KEY: zone_b}, extra_spec={"schedulerName": "nobody"}))
+    e = explained_now(ws, "app")
+    assert [c.code for c in e.causes] == ["NO_SCHEDULER", "IMMEDIATE_BINDING_WRONG_ZONE"]
+
+
+def test_node_name_of_a_missing_node_and_a_missing_claim(ws: Workspace) -> None:
+    ws.create(b.pod("app", ("never-created",), node_name="no-such-node-43"))
+    e = explained_now(ws, "app")
+    assert [c.code for c in e.causes] == ["NODE_NAME_MISSING", "CLAIM_MISSING"]
+
+
+def test_scheduling_gates_fix_releases_the_pod(ws: Workspace, kubectl: Path) -> None:
+    ws.create(b.pod("app", extra_spec={"schedulingGates": [{"name": "pvchaos.dev/hold"}]}))
+    e = explained_now(ws, "app")
+    assert [c.code for c in e.causes] == ["SCHEDULING_GATED"]
+    run_fix(ws, kubectl, fixes(e.cause)[0].commands[0])
+    scheduled(ws, "app")
+
+
+def test_released_pv_found_for_a_claim_without_volume_name(ws: Workspace) -> None:
+    x.bound_pair(ws, None, claim="old")
+    pv = x.bound_volume(ws, "old")
+    ws.delete("PersistentVolumeClaim", "old")
+    wait_for(ws.kube, "PersistentVolume", o.name(pv), lambda p: o.phase(p) == "Released", "phase Released")
+    ws.create(b.persistent_volume_claim("data", "5Gi", "", selector={"matchLabels": ws.case_labels}))
+    ws.create(b.pod("app", ("data",)))
+    e = explained(ws, "app", "UNBOUND_IMMEDIATE")
+    assert e.cause.code == "PV_RELEASED" and e.cause.facts["pv"] == o.name(pv)
+    agrees(e)
+
+
+def test_claim_being_deleted(ws: Workspace) -> None:
+    """pvc-protection keeps a deleted claim while a pod uses it; a second pod cannot start on it."""
+    x.bound_pair(ws, None)
+    ws.create(b.pod("first", ("data",)))
+    wait_for(ws.kube, "Pod", "first", lambda p: bool((p.get("spec") or {}).get("nodeName")), "scheduled", ws.namespace)
+    ws.delete("PersistentVolumeClaim", "data", wait=False)
+    wait_for(ws.kube, "PersistentVolumeClaim", "data", lambda c: bool(c["metadata"].get("deletionTimestamp")),
+             "deleting", ws.namespace)
+    ws.create(b.pod("app", ("data",)))
+    e = explained(ws, "app", None)
+    assert e.cause.code == "CLAIM_TERMINATING"
+    agrees(e)
+
+
+def test_pv_affinity_on_a_label_no_node_has(ws: Workspace) -> None:
+    x.bound_pair(ws, b.label_affinity("pvchaos.dev/disk", "nvme"))
+    ws.create(b.pod("app", ("data",)))
+    e = explained(ws, "app", "NODE_AFFINITY_CONFLICT")
+    assert e.cause.code == "PV_AFFINITY_MATCHES_NO_NODE"
+    agrees(e)
+
+
+def test_missing_claim_and_volume_name_too_small(ws: Workspace) -> None:
+    pv = ws.create(b.persistent_volume(ws.name("pv"), "1Gi", labels=ws.case_labels))
+    ws.create(b.persistent_volume_claim("data", "5Gi", "", volume_name=o.name(pv)))
+    ws.create(b.pod("app", ("never-created", "data")))
+    e = explained(ws, "app", None)
+    assert [c.code for c in e.causes] == ["CLAIM_MISSING", "VOLUME_NAME_MISFIT"]
+    agrees(e)
+
+
+def test_zone_selector_and_pod_affinity(ws: Workspace) -> None:
+    """Some nodes fail NodeAffinity (modelled), the rest InterPodAffinity (the scheduler's word)."""
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "no-such-db"}}, "topologyKey": o.ZONE_KEY}]}}
+    ws.create(b.pod("app", node_selector={o.ZONE_KEY: ws.zones()[0]}, extra_spec={"affinity": affinity}))
+    e = explained(ws, "app", None)
+    assert [c.code for c in e.causes] == ["INTER_POD_AFFINITY"]
+
+
+def test_two_volumes_neither_reachable(ws: Workspace) -> None:
+    x.bound_pair(ws, b.hostname_affinity("replaced-node-8"), claim="one")
+    x.bound_pair(ws, b.zone_affinity("zone-gone"), claim="two")
+    ws.create(b.pod("app", ("one", "two")))
+    e = explained(ws, "app", "NODE_AFFINITY_CONFLICT")
+    assert [c.code for c in e.causes] == ["LOCAL_PV_NODE_GONE", "ZONE_WITHOUT_NODES"]
+    agrees(e)
+
+
+@pytest.mark.needs("dynamic-zonal")
+def test_wffc_class_pinned_outside_and_missing_claim(ws: Workspace) -> None:
+    zone_a, zone_c = ws.zones()[0], ws.zones()[-1]
+    sc = ws.storage_class("only-a", "WaitForFirstConsumer", allowed_zones=[zone_a])
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    ws.create(b.pod("app", ("data", "never-created"), node_selector={o.ZONE_KEY: zone_c}))
+    e = explained(ws, "app", None)
+    assert [c.code for c in e.causes] == ["CLAIM_MISSING", "PINNED_OUTSIDE_ALLOWED_TOPOLOGIES"]
+    agrees(e)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pvchaos.conformance.explain import explain
-from pvchaos.explain import SCHEMA, explanations_json, to_text
-from tests.unit.explain_scenes import ZONE, failed_scheduling, node, pod, pv, pvc, sc, scene, terms
+from pvchaos.explain import SCHEMA, ExplainInputError, explain_view, explanations_json, to_text
+from pvchaos.kube.explain_read import ClusterView
+from tests.unit.explain_scenes import NODES, ZONE, failed_scheduling, node, pod, pv, pvc, sc, scene, terms
 
 INCIDENT = dict(claims=[pvc("data", "fast", volume="pv-a", phase="Bound")],
                 pvs=[pv("pv-a", terms([(ZONE, "In", ["a"])]), claim="data", cls="fast")],
@@ -58,3 +61,23 @@ def test_every_cause_is_named_and_each_has_its_fixes() -> None:
     assert text.splitlines()[1].endswith("[CLAIM_MISSING]")
     assert "also (1 more, fix after the first):" in text and "[IMMEDIATE_BINDING_WRONG_ZONE]" in text
     assert "fixes for [IMMEDIATE_BINDING_WRONG_ZONE]:" in text
+
+
+def _view(the_pod: dict) -> ClusterView:
+    return ClusterView(pods=[the_pod], claims={}, pvs=[], classes={}, nodes=list(NODES), events=[], minor=35)
+
+
+def test_pending_pod_with_a_missing_node_name_is_explained_not_refused() -> None:
+    the_pod = pod()
+    the_pod["spec"]["nodeName"] = "gone-node"
+    [e] = explain_view(_view(the_pod), "app", "app")
+    assert e.cause.code == "NODE_NAME_MISSING" and not e.schedulable
+    assert [x.cause.code for x in explain_view(_view(the_pod), None, "app")] == ["NODE_NAME_MISSING"]
+
+
+def test_pending_pod_bound_to_an_existing_node_is_not_called_not_pending() -> None:
+    the_pod = pod()
+    the_pod["spec"]["nodeName"] = "a1"
+    with pytest.raises(ExplainInputError, match="waits for that node's kubelet") as caught:
+        explain_view(_view(the_pod), "app", "app")
+    assert "is not Pending (phase Pending)" not in str(caught.value)
