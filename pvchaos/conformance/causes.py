@@ -142,6 +142,12 @@ def _claim_wide(scene: Scene, claim: ClaimState) -> Cause:
         return Cause("CLASS_MISSING", f"claim {claim.key} asks for StorageClass {claim.storage_class!r}, which does "
                      f"not exist{hint}; the claim can never bind", (claim.detail, f"classes: {', '.join(known) or 'none'}"),
                      _facts(scene, claim, suggestion=close[0] if close else None))
+    return _unbound_immediate(scene, claim)
+
+
+def _unbound_immediate(scene: Scene, claim: ClaimState) -> Cause:
+    """Why an Immediate claim stays unbound, at its root: a Released PV that would fit, a
+    volumeName that does not, the provisioner's own error, a silent provisioner, no PV."""
     pvc = scene.claims[claim.key]
     released = released_fit(scene, pvc)
     if released is not None:

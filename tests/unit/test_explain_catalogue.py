@@ -62,10 +62,6 @@ UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}
 CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 
-def _c(cl: list[dict] = (), pvs: list[dict] = ()) -> tuple[list[dict], list[dict]]:
-    return list(cl), list(pvs)
-
-
 def s_wrong_zone() -> Scene:
     c, v = bound("data", "pv-a")
     return scene(pod("data", selector={ZONE: "b"}), [c], [v], [IMM])
