@@ -49,7 +49,7 @@ from pvchaos.kube.wait import wait_for, wait_for_state
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
-ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
+ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"  # the test double's: the reschedule modes are its own
 REASON = "bench: no space on the first node"
 TOUCH_SECONDS = 10.0
 STALE_SECONDS = 20.0
@@ -189,7 +189,8 @@ def run_mode(mode: str, iterations: int, parallel: int, timeout: float, k8s_vers
         os.environ["PVCHAOS_STATE_DIR"] = state_dir  # our cluster only, never anyone else's
         local = LocalCluster(LocalClusterConfig(name=f"bench-resched-{secrets.token_hex(3)}", k8s_version=k8s_version,
                                                 feature_gates=dict(feature_gates or {}),
-                                                provisioner_reschedule=mode), binaries=bins)
+                                                provisioner_kind="test-double", provisioner_reschedule=mode),
+                             binaries=bins)
         try:
             handle = local.up()
             kube = connect(handle.kubeconfig)

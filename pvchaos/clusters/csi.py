@@ -33,6 +33,9 @@ from pvchaos.kube.poll import poll_until
 DRIVER_NAME = "csi.pvchaos.dev"
 ZONE_KEY = "topology.kubernetes.io/zone"
 HOSTNAME_KEY = "kubernetes.io/hostname"
+# The driver of static stand-in PVs (kube.builders.persistent_volume): nothing serves it,
+# so it gets a CSIDriver without attach where nodes are attach/detach-controller managed.
+STATIC_DRIVER = "static.csi.pvchaos.dev"
 TOPOLOGY_PARAMETER = "pvchaos.dev/topology"  # StorageClass parameter: zone (default) or node affinity
 TOPOLOGY_KEYS = (ZONE_KEY, HOSTNAME_KEY)
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"

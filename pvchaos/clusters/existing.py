@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
+from pvchaos.clusters.csi import DRIVER_NAME
 from pvchaos.clusters.local.cluster import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from pvchaos.clusters.local.config import MUTABLE_PV_GATE
 from pvchaos.clusters.topology import OWNER_LABEL, ZONE_KEY
@@ -36,6 +37,7 @@ DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 DISRUPTIVE_SUITES = ("node faults", "zone outages", "node label changes", "component restarts")
 # Provisioners known to write zonal or hostname PV affinity; anything else needs a driver profile.
 KNOWN_PROVISIONERS = {
+    DRIVER_NAME: Capability.DYNAMIC_ZONAL,  # and node-local too, by class parameter (below)
     ZONAL_PROVISIONER: Capability.DYNAMIC_ZONAL,
     LOCAL_PROVISIONER: Capability.DYNAMIC_LOCAL,
     "rancher.io/local-path": Capability.DYNAMIC_LOCAL,
@@ -199,6 +201,9 @@ class ExistingBackend:
         zonal = next((p for p in sorted(provisioners) if KNOWN_PROVISIONERS.get(p) == Capability.DYNAMIC_ZONAL), None)
         local = next((p for p in sorted(provisioners) if KNOWN_PROVISIONERS.get(p) == Capability.DYNAMIC_LOCAL), None)
         caps |= {KNOWN_PROVISIONERS[p] for p in (zonal, local) if p}
+        if zonal == DRIVER_NAME:  # pvchaos-csi writes hostname affinity for pvchaos.dev/topology: node
+            local = DRIVER_NAME
+            caps.add(Capability.DYNAMIC_LOCAL)
         gate, can_create_pv, probe = probe_mutable_affinity(kube)
         if can_create_pv:
             caps.add(Capability.STATIC_PV)

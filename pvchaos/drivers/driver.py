@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterHandle
+from pvchaos.clusters.csi import DRIVER_NAME, TOPOLOGY_PARAMETER
 from pvchaos.drivers.profile import DriverProfile, effective_capabilities, missing_reason
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
@@ -108,8 +109,11 @@ class HarnessDriver:
     def local_class(self, name: str, reclaim: str | None = None) -> Obj:
         if not self.cluster.local_class_provisioner:
             raise DriverError(f"backend {self.cluster.backend} has no node-local provisioner (no dynamic-local)")
-        return b.storage_class(name, self.cluster.local_class_provisioner, "WaitForFirstConsumer",
-                               reclaim=reclaim or "Delete")
+        sc = b.storage_class(name, self.cluster.local_class_provisioner, "WaitForFirstConsumer",
+                             reclaim=reclaim or "Delete")
+        if self.cluster.local_class_provisioner == DRIVER_NAME:  # one CSI driver: the class picks node affinity
+            sc["parameters"] = {**sc.get("parameters", {}), TOPOLOGY_PARAMETER: "node"}
+        return sc
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The pvchaos pytest plugin, registered through the `pytest11` entry point: installing
 pvchaos is enough for a suite in any repository to get its options, markers, fixtures
 (`cluster`, `kube`, `driver`, `ws`, `kubectl`), hooks (hookspecs.py), the cluster
-invariants after every test that used a workspace, and evidence on failure.
+invariants after every test that used a workspace, evidence on failure, and the CSI calls
+of a test's volumes on every test that had claims (csi_calls.py).
 See docs/writing-suites.md.
 """
 
@@ -22,7 +23,7 @@ from pvchaos.kube import snapshot
 from pvchaos.kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
-from pvchaos.plugin import evidence, hookspecs, interrupts, summary, upgrade_options
+from pvchaos.plugin import csi_calls, evidence, hookspecs, interrupts, summary, upgrade_options
 from pvchaos.plugin import sharding
 from pvchaos.runner import available_memory_mib
 from pvchaos.plugin.fixtures import (
@@ -166,7 +167,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
-    if report.when == "call" and report.failed:
-        workspace = item.stash.get(WORKSPACE_KEY, None)
-        if workspace is not None:
+    workspace = item.stash.get(WORKSPACE_KEY, None)
+    if report.when == "call" and workspace is not None:
+        csi_calls.attach_csi_calls(workspace)  # passed or failed: what the driver was asked
+        if report.failed:
             evidence.attach(workspace)

@@ -12,8 +12,8 @@ Breakages (what a real cluster gets wrong, made on purpose):
   get a selected node;
 - `pv-binder`: kube-controller-manager without `persistentvolume-binder-controller`
   (the 1.35 name): no claim ever binds, no PVC events, no reclaim;
-- `provisioner`: the zonal/local test provisioner is stopped right after the cluster
-  starts. The cluster still declares `dynamic-zonal`, as a cluster whose CSI driver
+- `provisioner`: the external-provisioner (on a test-double cluster, the test
+  provisioner) is stopped right after the cluster starts. The cluster still declares `dynamic-zonal`, as a cluster whose CSI driver
   crashed would: starting it with `provisioner=False` instead would make the dynamic
   tests skip ("backend local: no dynamic-zonal"), which proves nothing.
 - `nodeaffinity`: kube-scheduler without its NodeAffinity plugin: nodeSelector and node
@@ -28,8 +28,9 @@ Breakages (what a real cluster gets wrong, made on purpose):
 - `apiserver-gate-off`: kube-apiserver is restarted with MutablePVNodeAffinity off right
   after the cluster starts, while the cluster still declares `mutable-pv-affinity` (a
   control plane whose apiserver lost the gate in an upgrade);
-- `no-reschedule`: the test provisioner never removes `volume.kubernetes.io/selected-node`
-  after a failure that asks for another node (`-reschedule=off`). In 1.35 nothing else
+- `no-reschedule`: the cluster runs the old test double instead of CSI, and it never removes
+  `volume.kubernetes.io/selected-node` after a failure that asks for another node
+  (`-reschedule=off`; upstream's external-provisioner has no switch for that). In 1.35 nothing else
   would: the PV controller removes it only for in-tree plugins, so for an external
   provisioner this *is* "the PV controller does not remove the annotation"; disabling
   the PV binder instead would stop provisioning altogether.
@@ -67,14 +68,14 @@ GATE = "MutablePVNodeAffinity"
 BREAKAGES: dict[str, str] = {
     "volumebinding": "kube-scheduler without the VolumeBinding plugin",
     "pv-binder": f"kube-controller-manager without {PV_BINDER}",
-    "provisioner": "test provisioner stopped after cluster start",
+    "provisioner": "external-provisioner (or the test double) stopped after cluster start",
     "nodeaffinity": "kube-scheduler without the NodeAffinity plugin",
     "noderesourcesfit": "kube-scheduler without the NodeResourcesFit plugin",
     "pod-gc": f"kube-controller-manager without {POD_GC}",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "gate-on": f"{GATE} on where a test asked for it off",
     "apiserver-gate-off": f"kube-apiserver restarted with {GATE}=false after start",
-    "no-reschedule": "test provisioner that never removes selected-node after a failure",
+    "no-reschedule": "test double that never removes selected-node after a failure (in place of CSI)",
     "upgrade-pv-binder": f"kube-controller-manager upgraded without {PV_BINDER}",
 }
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
@@ -102,8 +103,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
     if what == "gate-on" and cfg.feature_gates.get(GATE) is False:
         return replace(cfg, feature_gates={**cfg.feature_gates, GATE: True})
-    if what == "no-reschedule":
-        return replace(cfg, provisioner_reschedule="off")
+    if what == "no-reschedule":  # upstream's external-provisioner has no such switch: the double stands in
+        return replace(cfg, provisioner_kind="test-double", provisioner_reschedule="off")
     return cfg
 
 
@@ -138,7 +139,7 @@ def pytest_pvchaos_local_config(config: pytest.Config, cluster_config: LocalClus
 def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, handle: ClusterHandle) -> None:
     what = breakage()
     if what == "provisioner" and local.cfg.provisioner:
-        local.stop_component("provisioner")
+        local.stop_component("csi-provisioner" if local.cfg.runs_csi else "provisioner")
     if what == "apiserver-gate-off" and handle.feature_gates.get(GATE):
         _restart_apiserver_without_gate(local, handle)
 

@@ -12,6 +12,7 @@ import pytest
 
 from pvchaos.clusters import csi
 from pvchaos.clusters.local.processes import is_ours
+from pvchaos.kube import builders as b
 from pvchaos.kube.errors import ClusterError
 
 D = Path("/state/c1")
@@ -65,6 +66,11 @@ def test_the_csidriver_needs_attach_and_says_whether_capacity_is_tracked() -> No
     assert spec == {"attachRequired": True, "podInfoOnMount": True, "storageCapacity": False,
                     "volumeLifecycleModes": ["Persistent"]}
     assert csi.csi_driver_object(csi.CsiOptions(capacity_tracking=True))["spec"]["storageCapacity"] is True
+
+
+def test_static_stand_in_pvs_use_the_driver_the_cluster_exempts_from_attach() -> None:
+    pv = b.persistent_volume("pv-1", "1Gi", "sc")
+    assert pv["spec"]["csi"]["driver"] == csi.STATIC_DRIVER
 
 
 def test_bad_options_and_too_deep_a_socket_are_refused() -> None:

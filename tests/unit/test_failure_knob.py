@@ -12,8 +12,10 @@ import pytest
 
 from pvchaos.kube import builders as b
 from pvchaos.tools.build import PROVISIONER_SRC
+from pvchaos.tools.csi_driver import CSI_DRIVER_SRC
 
 KNOB_GO = (PROVISIONER_SRC / "knob.go").read_text()
+DRIVER_KNOB_GO = (CSI_DRIVER_SRC / "driver" / "knob.go").read_text()
 
 
 def _go_keys() -> set[str]:
@@ -35,6 +37,13 @@ def test_every_parameter_is_one_the_provisioners_know() -> None:
         "pvchaos.dev/fail-first-node": "true", "pvchaos.dev/fail-code": "Internal",
         "pvchaos.dev/fail-reason": "disk full", "pvchaos.dev/fail-delay": "200ms",
     }
+
+
+def test_every_parameter_is_one_the_csi_driver_knows() -> None:
+    suffixes = re.findall(r'key\w+\s*=\s*knobPrefix \+ "([a-z-]+)"', DRIVER_KNOB_GO)
+    driver_keys = {f"pvchaos.dev/fail-{s}" for s in suffixes}
+    every = b.provisioning_failures(times=1, nodes=("n1",), zones=("z",), first_node=True, reason="r", delay="1s")
+    assert set(every) | set(b.provisioning_failures(crash=True)) == driver_keys
 
 
 def test_codes_are_grpc_names_the_double_maps() -> None:

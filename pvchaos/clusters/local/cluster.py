@@ -1,5 +1,8 @@
 """Bring a local cluster up and down: etcd, apiserver, controller-manager, scheduler,
-one KWOK controller per zone, and the zonal test provisioner, all on loopback.
+one KWOK controller per zone, and the CSI stack (our driver's controller service with
+upstream's external-provisioner and external-attacher, pvchaos/clusters/csi.py) or the
+old test provisioner, all on loopback. With no kubelet, the harness writes what a
+kubelet and the node registrar would: a CSINode per node and the node's CSI annotations.
 
 Each node carries a label naming the KWOK controller that plays its kubelet
 (config.CONTROLLER_LABEL, the node's zone), so a 1,000-node cluster needs three KWOK
@@ -38,6 +41,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from pvchaos.clusters import csi
 from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
 from pvchaos.clusters.local import config as flags
 from pvchaos.clusters.local.config import CONTROLLER_LABEL, STOPPED, LocalClusterConfig
@@ -65,6 +69,7 @@ from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.naming import OWNED_LABEL
 from pvchaos.kube.poll import PollTimeout, poll_until
 from pvchaos.tools.build import Binaries, BuildError, cache_root, ensure_binaries
+from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
 ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
@@ -152,6 +157,7 @@ class LocalCluster:
         self.state: ClusterState | None = None
         self.kube: Kube | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._csi_binaries: csi.CsiBinaries | None = None
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -163,6 +169,18 @@ class LocalCluster:
             except BuildError as exc:
                 raise ClusterError(str(exc)) from None
         return self._binaries
+
+    @property
+    def csi_binaries(self) -> csi.CsiBinaries:
+        """Our driver and upstream's sidecars, built on first use (only for a CSI cluster)."""
+        if self._csi_binaries is None:
+            from pvchaos.tools.csi_driver import ensure_csi_driver  # built by its own module
+            try:
+                sidecars = ensure_csi_sidecars()
+                self._csi_binaries = csi.CsiBinaries(ensure_csi_driver(), sidecars.provisioner, sidecars.attacher)
+            except BuildError as exc:
+                raise ClusterError(str(exc)) from None
+        return self._csi_binaries
 
     def up(self) -> ClusterHandle:
         """Start everything and wait for every node to be Ready; on any failure, tear down.
@@ -178,6 +196,7 @@ class LocalCluster:
 
     def _up_once(self) -> ClusterHandle:
         bins = self.binaries
+        csi_bins = self.csi_binaries if self.cfg.runs_csi else None
         started = time.monotonic()
         with registry_lock():
             if self.directory.exists():
@@ -198,7 +217,7 @@ class LocalCluster:
             )
             self.state.save()
         try:
-            self._start(bins)
+            self._start(bins, csi_bins)
         except BaseException as exc:
             kept = self._keep_logs()
             self.down()
@@ -211,12 +230,14 @@ class LocalCluster:
              f"({self.cfg.topology.node_count} nodes, {self.cfg.k8s_version})")
         return self.handle()
 
-    def _start(self, bins: Binaries) -> None:
+    def _start(self, bins: Binaries, csi_bins: csi.CsiBinaries | None = None) -> None:
         """etcd first (it needs nothing of ours), keys while it starts. The apiserver serves
         requests about 1.5 s before it is ready (its bootstrap hooks sleep a second before
         their first try), so the processes that only need the API (scheduler, KWOK,
         provisioner) start then, and the nodes are created meanwhile. The controller-manager
-        waits for readiness: it checks /healthz itself and would otherwise retry a second later."""
+        waits for readiness: it checks /healthz itself and would otherwise retry a second later.
+        The CSI processes are spawned here, on the main thread (their death signal follows
+        the spawning thread), and awaited last."""
         assert self.state is not None
         d, ports = self.directory, self.state.ports
         self._spawn("etcd", [str(bins.etcd), *flags.etcd_args(d, ports["etcd"], ports["etcd-peer"])])
@@ -232,8 +253,11 @@ class LocalCluster:
         self._spawn("kube-scheduler", [str(bins.kube_scheduler), *flags.scheduler_args(self.cfg, d, ports["scheduler"])])
         for zone in self.cfg.topology.zones:
             self._spawn_kwok(zone)
-        if self.cfg.provisioner:
+        if self.cfg.runs_test_double:
             self._spawn("provisioner", [str(bins.provisioner), *flags.provisioner_args(d, self.cfg.provisioner_reschedule)])
+        csi_started = None
+        if csi_bins is not None:
+            csi_started = csi.spawn_stack(csi.paths_for(d), d / "kubeconfig", csi_bins, self.cfg.csi, self._spawn)
         with ThreadPoolExecutor(max_workers=2) as pool:
             storage = pool.submit(self._create_storage_objects)
             self._create_nodes()
@@ -243,6 +267,8 @@ class LocalCluster:
                                                 *flags.controller_manager_args(self.cfg, d, ports["controller-manager"])])
         self.await_healthy("kube-controller-manager", f"https://127.0.0.1:{ports['controller-manager']}/healthz")
         self.await_healthy("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
+        if csi_started is not None:
+            csi.await_stack(csi.paths_for(d), csi_started)
         self._await_nodes_ready()
 
     def _keep_logs(self) -> Path | None:
@@ -259,13 +285,14 @@ class LocalCluster:
             shutil.rmtree(old, ignore_errors=True)
         return dest
 
-    def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         assert self.state is not None
         log = self.directory / "logs" / f"{component}.log"
         proc, record = spawn(component, argv, log, env=env, tie_to_parent=not self.detached)
         self._procs[component] = proc
         self.state.processes[component] = record
         self.state.save()
+        return proc
 
     def _spawn_kwok(self, controller: str, argv: list[str] | None = None) -> None:
         """Start the KWOK controller of one zone (again, with `argv`, after it was killed)."""
@@ -311,14 +338,33 @@ class LocalCluster:
     def _create_nodes(self) -> None:
         assert self.kube is not None
         create = self.kube.core.create_node
+        create_csi_node = self.kube.storage.create_csi_node
         bodies = [flags.node_object(n, i, n.zone) for i, n in enumerate(self.cfg.topology.nodes())]
+        runs_csi, options = self.cfg.runs_csi, self.cfg.csi
+
+        def one(body: dict) -> None:
+            """The Node, and for CSI what its kubelet and registrar would write."""
+            node = body["metadata"]["name"]
+            if runs_csi:
+                body["metadata"].setdefault("annotations", {}).update(csi.node_annotations(node))
+            create(body=body)
+            if runs_csi:
+                create_csi_node(body=csi.csi_node_object(node, options))
         with ThreadPoolExecutor(max_workers=min(8, len(bodies))) as pool:
-            list(pool.map(lambda body: create(body=body), bodies))
+            list(pool.map(one, bodies))
 
     def _create_storage_objects(self) -> None:
-        """CSIDriver objects so the zonal driver needs no attach (KWOK nodes never attach)."""
+        """The CSIDriver: ours with attach required (the attach/detach controller and the
+        external-attacher then attach); the test double's without (KWOK nodes never attach).
+        With CSI the nodes are attach/detach-controller managed, so the static stand-in
+        PVs' driver gets one without attach too: else the controller would create
+        VolumeAttachments for them that nothing answers."""
         assert self.kube is not None
-        for driver in (ZONAL_PROVISIONER,):
+        drivers: tuple[str, ...] = (ZONAL_PROVISIONER,)
+        if self.cfg.runs_csi:
+            self.kube.storage.create_csi_driver(body=csi.csi_driver_object(self.cfg.csi))
+            drivers = (csi.STATIC_DRIVER,)
+        for driver in drivers:
             self.kube.storage.create_csi_driver(body={
                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
                 "metadata": {"name": driver, "labels": {OWNED_LABEL: "true"}},
@@ -359,22 +405,33 @@ class LocalCluster:
         elif self.directory.exists():
             shutil.rmtree(self.directory, ignore_errors=True)
 
+    def _provisioner_description(self) -> dict[str, str]:
+        """Which provisioner ran, and the sidecar versions when it was CSI."""
+        if self.cfg.runs_csi:
+            return csi.description(self.cfg.csi, PROVISIONER.version, ATTACHER.version)
+        if self.cfg.runs_test_double:
+            return {"provisioner": f"test double pvchaos-provisioner ({ZONAL_PROVISIONER}, {LOCAL_PROVISIONER})"}
+        return {"provisioner": "none"}
+
     def handle(self) -> ClusterHandle:
+        zonal, local = ((csi.DRIVER_NAME, csi.DRIVER_NAME) if self.cfg.runs_csi
+                        else (ZONAL_PROVISIONER, LOCAL_PROVISIONER) if self.cfg.runs_test_double else (None, None))
         return ClusterHandle(
             name=self.cfg.name, backend="local", kubeconfig=self.directory / "kubeconfig",
             context=None, k8s_version=self.cfg.k8s_version, capabilities=local_capabilities(self.cfg),
             feature_gates=self.cfg.effective_gates(),
-            zonal_class_provisioner=ZONAL_PROVISIONER if self.cfg.provisioner else None,
-            local_class_provisioner=LOCAL_PROVISIONER if self.cfg.provisioner else None,
+            zonal_class_provisioner=zonal, local_class_provisioner=local,
             faults=self, directory=self.directory,
             description={
+                **self._provisioner_description(),
                 "disabled controllers": ",".join(self.cfg.disabled_controllers) or "none",
                 "disabled scheduler plugins": ",".join(self.cfg.disabled_scheduler_plugins) or "none",
                 "node-monitor-grace-period": f"{self.cfg.node_monitor_grace_seconds}s",
                 "node lease": f"{self.cfg.node_lease_seconds}s",
                 "node-monitor-period": f"{self.cfg.node_monitor_period_seconds}s",
                 "pvclaimbinder-sync-period": f"{self.cfg.pv_sync_seconds}s",
-                "provisioner reschedule": self.cfg.provisioner_reschedule if self.cfg.provisioner else "none",
+                "provisioner reschedule": (self.cfg.provisioner_reschedule if self.cfg.runs_test_double
+                                           else "external-provisioner's" if self.cfg.runs_csi else "none"),
                 "kcm and scheduler client qps/burst": f"{self.cfg.client_qps or 'default'}/{self.cfg.client_burst or 'default'}",
                 "scheduler percentageOfNodesToScore": f"{self.cfg.nodes_to_score_percent or 'default (adaptive)'}",
             },

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.topology import NodeSpec, Topology
 from pvchaos.tools import versions
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
@@ -18,6 +19,7 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 MUTABLE_PV_GATE = "MutablePVNodeAffinity"
 GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
 RESCHEDULE_MODES = ("guarded", "library", "off")
+PROVISIONER_KINDS = ("csi", "test-double")
 # Upstream's defaults for what our small clusters shorten: kubelet's nodeLeaseDurationSeconds,
 # the controller-manager's --node-monitor-grace-period (50 s since 1.32), --node-monitor-period
 # and --pvclaimbinder-sync-period.
@@ -56,7 +58,15 @@ class LocalClusterConfig:
     feature_gates: dict[str, bool] = field(default_factory=dict)
     disabled_controllers: tuple[str, ...] = ()  # kube-controller-manager --controllers=-X
     disabled_scheduler_plugins: tuple[str, ...] = ()  # e.g. VolumeBinding
-    provisioner: bool = True
+    provisioner: bool = True  # False: no dynamic provisioning at all
+    # What provisions: "csi" (default), upstream's external-provisioner and
+    # external-attacher with our driver pvchaos-csi (pvchaos/clusters/csi.py), so
+    # rescheduling, retries and events are upstream's; or "test-double", the old
+    # pvchaos-provisioner (zonal.csi.pvchaos.dev, local.csi.pvchaos.dev), kept to compare
+    # the two (bench/csi_provisioning.py) and for the reschedule-race findings it
+    # reproduces (bench/reschedule_loop.py, provisioner_reschedule below).
+    provisioner_kind: str = "csi"
+    csi: CsiOptions = field(default_factory=CsiOptions)
     # Who removes selected-node after a provisioning failure that asks for another node
     # (tools/provisioner/reschedule.go): "guarded" (ours), "library" (v13.1.0's, racy:
     # bench/reschedule_loop.py), "off" (nobody: a broken reschedule, for self-checks).
@@ -94,6 +104,8 @@ class LocalClusterConfig:
                     f"feature gate {gate} does not exist in {self.k8s_version} (first in 1.{first}); "
                     "the components would refuse to start"
                 )
+        if self.provisioner_kind not in PROVISIONER_KINDS:
+            raise ValueError(f"provisioner_kind {self.provisioner_kind!r}: use one of {', '.join(PROVISIONER_KINDS)}")
         if self.provisioner_reschedule not in RESCHEDULE_MODES:
             raise ValueError(f"provisioner_reschedule {self.provisioner_reschedule!r}: use one of {', '.join(RESCHEDULE_MODES)}")
         if not 0 <= self.nodes_to_score_percent <= 100:
@@ -108,6 +120,15 @@ class LocalClusterConfig:
     @property
     def minor(self) -> int:
         return minor_of(self.k8s_version)
+
+    @property
+    def runs_csi(self) -> bool:
+        """Dynamic volumes come from the CSI stack (not the test double, not none)."""
+        return self.provisioner and self.provisioner_kind == "csi"
+
+    @property
+    def runs_test_double(self) -> bool:
+        return self.provisioner and self.provisioner_kind == "test-double"
 
     def effective_gates(self) -> dict[str, bool]:
         """MutablePVNodeAffinity on by default from 1.35 (the suites test it); overridable."""
