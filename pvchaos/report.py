@@ -296,13 +296,61 @@ def build_report(report_dir: Path | str, env: Mapping[str, str],
     """Everything after pytest: environment, categories, history, HTML, summary.md.
     `note` (an interrupted run says so) heads the summary."""
     lay = layout(report_dir)
-    write_environment(lay.results, env)
+    ran = what_ran(lay.results)
+    write_environment(lay.results, {**env, **ran_environment(ran)})
     write_categories(lay.results, categories)
     restore_history(lay.root)
     index = generate_html(lay.root)
     save_history(lay.root)
-    write_summary_md(lay.root, summarize(lay.results), note=note)
+    write_summary_md(lay.root, summarize(lay.results), note=note, ran=ran)
     return index
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What the control planes of a run ran with (pvchaos/plugin/what_ran.py files):
+    each distinct configuration of each component, and every warning."""
+
+    configurations: dict[str, list[str]]  # component -> distinct flag lines
+    gates: dict[str, list[str]]  # component -> distinct gate lines
+    warnings: list[str]
+
+
+def what_ran(results_dir: Path) -> Ran:
+    """Read the per-cluster records; clusters with the same configuration count once."""
+    configurations: dict[str, list[str]] = {}
+    gates: dict[str, list[str]] = {}
+    warnings: list[str] = []
+    for path in sorted(Path(results_dir).glob("pvchaos-ran-*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for component, seen in sorted((data.get("components") or {}).items()):
+            line = " ".join(f"--{k}={v}" for k, v in sorted((seen.get("flags") or {}).items()))
+            gate = ",".join(f"{k}={str(v).lower()}" for k, v in sorted((seen.get("gates") or {}).items())) or "none"
+            configurations.setdefault(component, [])
+            gates.setdefault(component, [])
+            if line not in configurations[component]:
+                configurations[component].append(line)
+            if gate not in gates[component]:
+                gates[component].append(gate)
+        for w in data.get("warnings") or []:
+            text = f"{data.get('cluster')}: {w}"
+            if w not in {x.split(": ", 1)[-1] for x in warnings}:
+                warnings.append(text)
+    return Ran(configurations, gates, warnings)
+
+
+def ran_environment(ran: Ran) -> dict[str, str]:
+    """Environment entries: each component's effective flags and gates as they ran."""
+    env = {}
+    for component, lines in ran.configurations.items():
+        env[f"{component} flags (as run)"] = " | ".join(lines)
+        env[f"{component} feature gates (as run)"] = " | ".join(ran.gates.get(component, []))
+    if ran.warnings:
+        env["command-line warnings"] = " | ".join(ran.warnings)
+    return env
 
 
 def mark_unfinished(results_dir: Path | str, reason: str) -> list[str]:
@@ -462,7 +510,8 @@ def format_summary(rows: list[SuiteRow]) -> str:
     return "\n".join([fmt(table[0]), rule, *(fmt(line) for line in table[1:-1]), rule, fmt(table[-1])])
 
 
-def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | None = None) -> Path:
+def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | None = None,
+                     ran: Ran | None = None) -> Path:
     """R/summary.md: the same table in Markdown (fits a CI job summary), plus categories."""
     lay = layout(report_dir)
     lines = ["# pvchaos run summary", ""]
@@ -477,6 +526,13 @@ def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | N
         cats = []
     if cats:
         lines += ["", "Categories: " + ", ".join(f"{c['name']} {c['statistic']['total']}" for c in cats)]
+    if ran is not None and ran.configurations:
+        lines += ["", "## What ran", ""]
+        lines += [f"**Warning:** {w}" for w in ran.warnings] + ([""] if ran.warnings else [])
+        for component, flag_lines in ran.configurations.items():
+            lines += [f"- `{component}` (effective flags; the last of a repeated flag wins): "
+                      + "; ".join(f"`{fl}`" for fl in flag_lines),
+                      f"  - feature gates: " + "; ".join(f"`{g}`" for g in ran.gates.get(component, []))]
     lines += ["", "Report: `html/index.html` (opens from disk); JUnit: `junit.xml`."]
     lay.root.mkdir(parents=True, exist_ok=True)
     lay.summary.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -11,7 +11,7 @@ import pytest
 
 from pvchaos.chaos import labels as chaos_labels
 from pvchaos.chaos import nodes as chaos_nodes
-from pvchaos.conformance import messages
+from pvchaos.conformance import messages, timings
 from pvchaos.kube import builders as b
 from pvchaos.kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zone
 from pvchaos.kube.wait import wait_for
@@ -39,9 +39,10 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     x.expect(defaults and defaults[0].get("tolerationSeconds") == 300,
              "DefaultTolerationSeconds gives pods 300 s for the unreachable taint", default, ws=ws)
 
+    settings = x.lifecycle(ws)
     t0 = time.monotonic()
     chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
-    wait_node_unreachable(ws, node)
+    wait_node_unreachable(ws, node, timeout=timings.to_unreachable(settings).seconds + 30)
     t_unknown = time.monotonic() - t0
     # The NoSchedule taint comes from another worker of the controller (its node-update
     # queue) than the NoExecute one, so either can land first: v1.37.2 was seen with
@@ -50,6 +51,7 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
              has_taint(n, UNREACHABLE, "NoExecute"),
              "an Unknown node carries node.kubernetes.io/unreachable NoSchedule and NoExecute", None, 10)
     measure.seconds("to Unknown and tainted, seconds", t_unknown)
+    x.within(timings.to_unreachable(settings), t_unknown)
 
     x.pod_evicted(ws, "at-once", 30, "evicted at once (tolerationSeconds 0)")
     t_first = time.monotonic() - t0
@@ -62,6 +64,8 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     x.expect(not terminating(still), "a pod with the default 300 s toleration is not evicted yet", still, ws=ws)
     measure.seconds("eviction after the 0 s toleration, seconds", t_first - t_unknown)
     measure.seconds("eviction after the 6 s toleration, seconds", t_second - t_unknown)
+    x.within(timings.eviction_after_taint(0, settings), t_first - t_unknown)
+    x.within(timings.eviction_after_taint(6, settings), t_second - t_unknown)
 
     t1 = time.monotonic()
     chaos_nodes.restore_node(ws.cluster, node)

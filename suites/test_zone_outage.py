@@ -13,6 +13,7 @@ import allure
 import pytest
 
 from pvchaos.chaos import nodes as chaos_nodes
+from pvchaos.conformance import timings
 from pvchaos.conformance.types import NodeName
 from pvchaos.kube import builders as b
 from pvchaos.kube.kinds import Obj, list_objects
@@ -49,11 +50,13 @@ def _tainted(state: dict[str, Obj], nodes: list[str]) -> list[str]:
 def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     placed = _pods_on_every_node(ws, tolerate=0)
     zone = ws.zones()[0]
+    settings = x.lifecycle(ws)
+    bound = timings.zone_tainted(len(ws.nodes(zone)), settings)
     t0 = time.monotonic()
     down = chaos_nodes.zone_outage(ws.cleanup, ws.cluster, ws.kube, zone)
     wait_for_state(ws.kube, "Node", lambda st: True if len(_tainted(st, down)) == len(down) else None,
-                   f"every node of {zone} tainted {UNREACHABLE}:NoExecute", timeout=60)
-    measure.since("until the whole zone is tainted, seconds", t0)
+                   f"every node of {zone} tainted {UNREACHABLE}:NoExecute", timeout=bound.seconds + 30)
+    x.within(bound, measure.since("until the whole zone is tainted, seconds", t0))
     for pod, node in placed.items():
         if node in down:
             x.pod_evicted(ws, pod, 30, f"evicted from {node}")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import allure
 
-from pvchaos.conformance import invariants, messages
+from pvchaos.conformance import invariants, messages, timings
 from pvchaos.conformance.affinity import node_matches_pv_affinity
 from pvchaos.kube import builders as b
 from pvchaos.kube import objects as o
@@ -165,6 +165,23 @@ def _unschedulable(ws: Workspace, name: str, key: str | None, timeout: float) ->
 
     return wait_for(ws.kube, "Pod", name, o.unschedulable, f"Unschedulable ({key or 'PodScheduled=False'})",
                     ws.namespace, timeout, fail_if=placed)
+
+
+def lifecycle(ws: Workspace) -> timings.LifecycleSettings:
+    """The node-lifecycle settings this cluster was configured with (or upstream's
+    defaults, said so), recorded on the report so the bounds below can be read."""
+    settings = timings.lifecycle_settings(ws.cluster.description)
+    measure.note("node-lifecycle settings", f"grace {settings.grace_seconds:g}s, monitor period "
+                 f"{settings.monitor_period_seconds:g}s ({settings.source})")
+    return settings
+
+
+def within(bound: timings.Bound, measured: float) -> float:
+    """Fail when a lifecycle step took longer than the configuration allows (the message
+    names both figures and where the bound came from); returns the measured seconds."""
+    problem = bound.verdict(measured)
+    expect(problem is None, problem or "")
+    return measured
 
 
 BINDING_RULES = ("bound-pair", "claimed-twice")  # conformance.invariants' rules about claims and PVs

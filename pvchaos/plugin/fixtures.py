@@ -34,6 +34,7 @@ from pvchaos.kube.errors import CanaryFailed
 from pvchaos.certification import MISSING_LABEL, SOURCE_LABEL
 from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
 from pvchaos.kit.workspace import Workspace
+from pvchaos.plugin import what_ran
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
@@ -155,8 +156,9 @@ def _refuse_disruption(pool: ClusterPool, handle: ClusterHandle, item: pytest.It
 
 
 @pytest.fixture
-def kube(cluster: ClusterHandle) -> Iterator[Kube]:
+def kube(request: pytest.FixtureRequest, cluster: ClusterHandle) -> Iterator[Kube]:
     k = connect(cluster.kubeconfig, cluster.context)
+    what_ran.record(request.config, cluster, k)  # once per cluster: its real command lines, for the report
     try:
         yield k
     finally:

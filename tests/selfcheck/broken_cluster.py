@@ -24,6 +24,9 @@ Breakages (what a real cluster gets wrong, made on purpose):
   force-deletes the pods of a node with the out-of-service taint;
 - `zone-threshold`: kube-controller-manager with `--unhealthy-zone-threshold=1`, so a zone
   with 3 of 4 nodes down is never "partially disrupted" and tainting goes on;
+- `slow-node-monitor`: kube-controller-manager gets `--node-monitor-grace-period=40s`
+  appended behind the harness's back (the last flag wins), five times the 8 s the
+  cluster declares: a controller that notices dead nodes far later than configured;
 - `gate-on`: clusters asked for with MutablePVNodeAffinity off get it on;
 - `apiserver-gate-off`: kube-apiserver is restarted with MutablePVNodeAffinity off right
   after the cluster starts, while the cluster still declares `mutable-pv-affinity` (a
@@ -73,6 +76,7 @@ BREAKAGES: dict[str, str] = {
     "noderesourcesfit": "kube-scheduler without the NodeResourcesFit plugin",
     "pod-gc": f"kube-controller-manager without {POD_GC}",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
+    "slow-node-monitor": "kube-controller-manager with --node-monitor-grace-period=40s appended (8s declared)",
     "gate-on": f"{GATE} on where a test asked for it off",
     "apiserver-gate-off": f"kube-apiserver restarted with {GATE}=false after start",
     "no-reschedule": "test double that never removes selected-node after a failure (in place of CSI)",
@@ -101,6 +105,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, disabled_controllers=tuple(dict.fromkeys((*cfg.disabled_controllers, _CONTROLLER[what]))))
     if what == "zone-threshold":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
+    if what == "slow-node-monitor":
+        return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--node-monitor-grace-period=40s"))
     if what == "gate-on" and cfg.feature_gates.get(GATE) is False:
         return replace(cfg, feature_gates={**cfg.feature_gates, GATE: True})
     if what == "no-reschedule":  # upstream's external-provisioner has no such switch: the double stands in

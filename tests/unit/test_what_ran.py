@@ -1,0 +1,49 @@
+"""What the control plane really ran with: effective flags (the last wins), gates, and
+warnings where the command line contradicts itself or what the cluster declares."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pvchaos import report
+from pvchaos.conformance import command_lines as cl
+
+KCM = ["kube-controller-manager", "--kubeconfig=/x/kc", "--secure-port=10257", "--node-monitor-grace-period=8s",
+       "--node-monitor-period=1s", "--feature-gates=MutablePVNodeAffinity=true", "--controllers", "*,-foo"]
+
+
+def test_effective_flags_take_the_last_occurrence_and_both_spellings() -> None:
+    argv = [*KCM, "--node-monitor-grace-period=40s"]
+    flags = cl.effective_flags(argv)
+    assert flags["node-monitor-grace-period"] == "40s" and flags["controllers"] == "*,-foo"
+    assert cl.feature_gates(argv) == {"MutablePVNodeAffinity": True}
+    shown = cl.configuration_flags(argv)
+    assert "kubeconfig" not in shown and "secure-port" not in shown and shown["node-monitor-period"] == "1s"
+
+
+def test_a_flag_behind_the_harness_back_is_a_warning() -> None:
+    declared = {"node-monitor-grace-period": "8s", "node lease": "4s"}
+    assert cl.warnings("kube-controller-manager", KCM, declared) == []
+    late = cl.warnings("kube-controller-manager", [*KCM, "--node-monitor-grace-period=40s"], declared)
+    assert any("twice: 8s then 40s" in w for w in late) and any("declares 8s" in w for w in late), late
+
+
+def test_the_summary_and_environment_show_what_ran(tmp_path: Path) -> None:
+    results = tmp_path / "allure-results"
+    results.mkdir()
+    for name, grace in (("gw0-a", "8s"), ("gw1-b", "8s")):
+        argv = [*KCM, f"--node-monitor-grace-period={grace}"] if name == "gw1-b" else KCM
+        data = {"cluster": name, "components": {"kube-controller-manager": {
+            "flags": cl.configuration_flags(argv), "gates": cl.feature_gates(argv)}},
+            "warnings": cl.warnings("kube-controller-manager", [*KCM, "--node-monitor-grace-period=40s"],
+                                    {"node-monitor-grace-period": "8s"}) if name == "gw1-b" else []}
+        (results / f"pvchaos-ran-{name}.json").write_text(json.dumps(data))
+    ran = report.what_ran(results)
+    assert ran.configurations["kube-controller-manager"][0].count("--node-monitor-grace-period=8s") == 1
+    assert len(ran.configurations["kube-controller-manager"]) == 1, "identical configurations count once"
+    env = report.ran_environment(ran)
+    assert "--node-monitor-period=1s" in env["kube-controller-manager flags (as run)"]
+    assert "40s" in env["command-line warnings"]
+    summary = report.write_summary_md(tmp_path, [], ran=ran).read_text()
+    assert "## What ran" in summary and "**Warning:** gw1-b: kube-controller-manager gets" in summary
