@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pvchaos.clusters.backend import Capability, ClusterHandle
+from pvchaos.conformance.affinity import node_matches_pv_affinity
 from pvchaos.drivers.driver import Driver
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
@@ -197,7 +198,7 @@ class _Canaries:
 
     def provisioner(self) -> str | None:
         if self.claim_bound("canary-dynamic"):
-            return None
+            return self.misplaced("canary-dynamic")
         claim = self.ws.get("PersistentVolumeClaim", "canary-dynamic")
         node = o.annotation(claim, o.SELECTED_NODE)
         if node is None:
@@ -207,6 +208,20 @@ class _Canaries:
         return (f"WaitForFirstConsumer claims are not provisioned: the claim stayed Pending for "
                 f"{CANARY_TIMEOUT:.0f} s after node {node} was selected; is the provisioner "
                 f"{self.driver_provisioner()} running?")
+
+    def misplaced(self, claim_name: str) -> str | None:
+        """Provisioned, but where? The PV's node affinity must admit the node the scheduler
+        selected (the oracle's node-affinity match), else every WaitForFirstConsumer test
+        after this one would only check that pods follow misplaced volumes."""
+        claim = self.ws.get("PersistentVolumeClaim", claim_name)
+        selected = o.annotation(claim, o.SELECTED_NODE)
+        pv = self.ws.get("PersistentVolume", str((claim or {}).get("spec", {}).get("volumeName") or ""))
+        node = self.ws.get("Node", selected) if selected else None
+        if pv is None or node is None or node_matches_pv_affinity(node, pv):
+            return None
+        return (f"WaitForFirstConsumer claims are provisioned in the wrong place: PV {o.name(pv)} "
+                f"({', '.join(sorted(o.pv_zones(pv))) or 'no zone'}) does not admit the selected node {selected} (zone "
+                f"{o.zone(node)}); does the provisioner {self.driver_provisioner()} honour the selected node's topology?")
 
     def driver_provisioner(self) -> str:
         body = self.driver.storage_class("probe", "WaitForFirstConsumer")
