@@ -270,7 +270,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(list(sys.argv[1:] if argv is None else argv))
+    try:
+        args = parse(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # argparse's refusal (one line, OneLineParser) or --help: a code, also in-process
+        return exc.code if isinstance(exc.code, int) else 0
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # `kill`, CI: the same path as Ctrl-C
         signal.signal(signal.SIGTERM, _terminate)
     try:
