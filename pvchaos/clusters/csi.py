@@ -84,7 +84,7 @@ class CsiPaths:
 
     @property
     def socket(self) -> Path:
-        return self.root / "controller.sock"
+        return self.root / "c.sock"  # short: a unix socket path has room for 107 bytes
 
     @property
     def state_file(self) -> Path:
@@ -111,7 +111,7 @@ def paths_for(cluster_dir: Path) -> CsiPaths:
     """The stack's paths under a cluster's directory. A unix socket path has room for
     107 bytes; a deeper directory is refused here rather than by the driver."""
     paths = CsiPaths(cluster_dir)
-    if len(str(paths.socket)) > 100:
+    if len(str(paths.socket).encode()) > 107:
         raise ClusterError(f"CSI socket path {paths.socket} is longer than a unix socket allows; "
                            "use a shorter PVCHAOS_STATE_DIR")
     return paths
