@@ -22,7 +22,7 @@ CHAOS_BREAKAGE = ("tests.selfcheck.chaos_breakage", "PVCHAOS_CHAOS_BREAK")
 # breakage -> (plugin module, environment variable)
 PLUGIN_OF: dict[str, tuple[str, str]] = {
     **{b: BROKEN_CLUSTER for b in ("volumebinding", "pv-binder", "provisioner", "nodeaffinity",
-                                   "noderesourcesfit", "pod-gc", "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
+                                   "noderesourcesfit", "volumerestrictions", "volumezone", "pod-gc", "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }
@@ -47,6 +47,7 @@ def _none(why: str) -> Entry:
 BM, CR, LC, LV = "test_binding_modes", "test_component_restart", "test_label_changes", "test_local_volumes"
 NF, PM, RK, RC = "test_node_failure", "test_pv_affinity_mutation", "test_real_kubelet", "test_reclaim"
 SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
+VP = "test_volume_plugins"
 RS = "test_rescheduling"
 
 _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
@@ -127,6 +128,15 @@ TABLE: dict[str, Entry] = {
     f"{SB}::test_volume_name_binds_that_pv_not_the_smallest": _e("pv-binder", _PV_BINDER_WHY),
     **{f"{SB}::test_volume_name_mismatch_is_reported[{case}]": _e("pv-binder", _PV_BINDER_WHY)
        for case in _MISMATCH_CASES},
+    f"{VP}::test_read_write_once_pod_claim_admits_one_pod": _e(
+        "volumerestrictions", "VolumeRestrictions is what keeps a second pod off a ReadWriteOncePod claim in use"),
+    f"{VP}::test_higher_priority_pod_preempts_the_read_write_once_pod_holder": _e(
+        "volumerestrictions", "without VolumeRestrictions the urgent pod schedules beside the holder, nothing is preempted"),
+    f"{VP}::test_zone_labels_without_node_affinity_place_the_pod[anywhere]": _e(
+        "volumezone", "VolumeZone is what keeps the pods in the zone their PV is labelled with (without it, four pods all "
+        "land there by chance once in 81 runs on three zones)"),
+    f"{VP}::test_zone_labels_without_node_affinity_place_the_pod[pinned-to-another-zone]": _e(
+        "volumezone", "VolumeZone rejects nodes outside the PV's zone label"),
     f"{ZO}::test_single_zone_outage_evicts_that_zone": _e(
         "taint-eviction", "the taint-eviction controller evicts the down zone's pods"),
     f"{ZO}::test_all_zones_down_evicts_nothing": _e(

@@ -18,6 +18,10 @@ Breakages (what a real cluster gets wrong, made on purpose):
   tests skip ("backend local: no dynamic-zonal"), which proves nothing.
 - `nodeaffinity`: kube-scheduler without its NodeAffinity plugin: nodeSelector and node
   affinity of pods are ignored;
+- `volumerestrictions`: kube-scheduler without VolumeRestrictions: a ReadWriteOncePod claim
+  in use no longer keeps a second pod away (and preemption has no reason to act);
+- `volumezone`: kube-scheduler without VolumeZone: the zone labels of PVs without
+  nodeAffinity are ignored;
 - `noderesourcesfit`: kube-scheduler without NodeResourcesFit: requests beyond a node's
   allocatable (ephemeral storage included) no longer keep a pod off it;
 - `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
@@ -74,6 +78,8 @@ BREAKAGES: dict[str, str] = {
     "provisioner": "external-provisioner (or the test double) stopped after cluster start",
     "nodeaffinity": "kube-scheduler without the NodeAffinity plugin",
     "noderesourcesfit": "kube-scheduler without the NodeResourcesFit plugin",
+    "volumerestrictions": "kube-scheduler without the VolumeRestrictions plugin",
+    "volumezone": "kube-scheduler without the VolumeZone plugin",
     "pod-gc": f"kube-controller-manager without {POD_GC}",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "slow-node-monitor": "kube-controller-manager with --node-monitor-grace-period=40s appended (8s declared)",
@@ -83,7 +89,8 @@ BREAKAGES: dict[str, str] = {
     "upgrade-pv-binder": f"kube-controller-manager upgraded without {PV_BINDER}",
 }
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
-                     "noderesourcesfit": "NodeResourcesFit"}
+                     "noderesourcesfit": "NodeResourcesFit", "volumerestrictions": "VolumeRestrictions",
+                     "volumezone": "VolumeZone"}
 _CONTROLLER = {"pv-binder": PV_BINDER, "pod-gc": POD_GC}
 
 def breakage() -> str | None:
