@@ -24,6 +24,8 @@ Breakages (what a real cluster gets wrong, made on purpose):
   nodeAffinity are ignored;
 - `noderesourcesfit`: kube-scheduler without NodeResourcesFit: requests beyond a node's
   allocatable (ephemeral storage included) no longer keep a pod off it;
+- `attach-detach`: kube-controller-manager without `persistentvolume-attach-detach-controller`:
+  no VolumeAttachment is ever created, so CSI volumes are never attached;
 - `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
   force-deletes the pods of a node with the out-of-service taint;
 - `zone-threshold`: kube-controller-manager with `--unhealthy-zone-threshold=1`, so a zone
@@ -70,6 +72,7 @@ BREAK_ENV = "PVCHAOS_BREAK"
 PV_BINDER = "persistentvolume-binder-controller"  # kube-controller-manager 1.35 --controllers name
 
 POD_GC = "pod-garbage-collector-controller"
+ATTACH_DETACH = "persistentvolume-attach-detach-controller"  # the 1.35 name
 GATE = "MutablePVNodeAffinity"
 
 BREAKAGES: dict[str, str] = {
@@ -81,6 +84,7 @@ BREAKAGES: dict[str, str] = {
     "volumerestrictions": "kube-scheduler without the VolumeRestrictions plugin",
     "volumezone": "kube-scheduler without the VolumeZone plugin",
     "pod-gc": f"kube-controller-manager without {POD_GC}",
+    "attach-detach": f"kube-controller-manager without {ATTACH_DETACH}",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "slow-node-monitor": "kube-controller-manager with --node-monitor-grace-period=40s appended (8s declared)",
     "gate-on": f"{GATE} on where a test asked for it off",
@@ -91,7 +95,7 @@ BREAKAGES: dict[str, str] = {
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
                      "noderesourcesfit": "NodeResourcesFit", "volumerestrictions": "VolumeRestrictions",
                      "volumezone": "VolumeZone"}
-_CONTROLLER = {"pv-binder": PV_BINDER, "pod-gc": POD_GC}
+_CONTROLLER = {"pv-binder": PV_BINDER, "pod-gc": POD_GC, "attach-detach": ATTACH_DETACH}
 
 def breakage() -> str | None:
     """The breakage asked for in the environment; a typo is a usage error, not a no-op."""
