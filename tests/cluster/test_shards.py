@@ -79,3 +79,32 @@ def test_two_shards_merged_equal_one_unsharded_run(tmp_path: Path) -> None:
         state = tmp_path / f"state-{k}"
         left = [d.name for d in state.iterdir() if (d / "state.json").exists()] if state.is_dir() else []
         assert not left, f"clusters left by run {k}: {left}"
+
+
+def test_shards_share_one_existing_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """N jobs pointed at one staging cluster: two shards at once against one cluster they
+    did not create (`--backend existing`). Names carry the shard (s1-, s2-), so neither
+    trips over the other's objects or invariants: both pass, and the merge is complete."""
+    from pvchaos.clusters.local.cluster import LocalCluster
+    from pvchaos.clusters.local.config import LocalClusterConfig
+
+    ensure_binaries(DEFAULT_K8S_VERSION)
+    monkeypatch.setenv("PVCHAOS_STATE_DIR", str(tmp_path / "shared-state"))
+    cluster = LocalCluster(LocalClusterConfig(name="shared"))
+    try:
+        kubeconfig = cluster.up().kubeconfig
+        shards = [tmp_path / "shard-1", tmp_path / "shard-2"]
+        procs = [_start(d, tmp_path / f"state-{k}", "--backend", "existing", "--kubeconfig", str(kubeconfig),
+                        "--shard", f"{k}/2") for k, d in enumerate(shards, 1)]
+        runs = [_finish(p) for p in procs]
+    finally:
+        cluster.down()
+    for code, out in runs:
+        assert code == 0, out[-3000:]
+    for d in shards:
+        results = report.load_results(report.layout(d).results)
+        assert any(r.get("status") == "passed" for r in results), _failures(results)
+    merge = subprocess.run([str(REPO_ROOT / "bin" / "pvchaos"), "report", "merge", str(tmp_path / "merged"),
+                            *map(str, shards), "--no-html"], cwd=REPO_ROOT, capture_output=True, text=True,
+                           timeout=600, check=False)
+    assert merge.returncode == 0, merge.stdout[-2000:] + merge.stderr[-2000:]
