@@ -66,6 +66,7 @@ class CsiOptions:
     immediate_topology: bool = True  # provisioner --immediate-topology (upstream default on)
     capacity_tracking: bool = False  # --enable-capacity, and CSIDriver storageCapacity
     max_volumes_per_node: int = 64  # CSINode allocatable.count (the node plugin's NodeGetInfo)
+    capacity_poll_seconds: int = 2  # --capacity-poll-interval: how stale a CSIStorageCapacity may get
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 1:
@@ -133,7 +134,8 @@ def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: C
             f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",
             "--v=4"]
     if options.capacity_tracking:
-        argv += ["--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s"]
+        argv += ["--enable-capacity", "--capacity-ownerref-level=-1",
+                 f"--capacity-poll-interval={options.capacity_poll_seconds}s"]
     return argv
 
 

@@ -22,7 +22,7 @@ CHAOS_BREAKAGE = ("tests.selfcheck.chaos_breakage", "PVCHAOS_CHAOS_BREAK")
 # breakage -> (plugin module, environment variable)
 PLUGIN_OF: dict[str, tuple[str, str]] = {
     **{b: BROKEN_CLUSTER for b in ("volumebinding", "pv-binder", "provisioner", "nodeaffinity",
-                                   "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach", "pod-gc", "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
+                                   "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach", "no-capacity-tracking", "pod-gc", "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }
@@ -47,7 +47,7 @@ def _none(why: str) -> Entry:
 BM, CR, LC, LV = "test_binding_modes", "test_component_restart", "test_label_changes", "test_local_volumes"
 NF, PM, RK, RC = "test_node_failure", "test_pv_affinity_mutation", "test_real_kubelet", "test_reclaim"
 SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
-VP, AD = "test_volume_plugins", "test_attach_detach"
+VP, AD, CA = "test_volume_plugins", "test_attach_detach", "test_capacity"
 RS = "test_rescheduling"
 
 _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
@@ -128,6 +128,14 @@ TABLE: dict[str, Entry] = {
     f"{SB}::test_volume_name_binds_that_pv_not_the_smallest": _e("pv-binder", _PV_BINDER_WHY),
     **{f"{SB}::test_volume_name_mismatch_is_reported[{case}]": _e("pv-binder", _PV_BINDER_WHY)
        for case in _MISMATCH_CASES},
+    f"{CA}::test_capacity_objects_follow_the_driver": _e(
+        "no-capacity-tracking", "the external-provisioner publishes CSIStorageCapacity only with capacity tracking on"),
+    f"{CA}::test_full_zone_is_filtered_out": _e(
+        "no-capacity-tracking", "without capacity objects the scheduler cannot tell the zone is full"),
+    f"{CA}::test_every_zone_full_leaves_the_pod_pending": _e(
+        "no-capacity-tracking", "without capacity objects no capacity reason is ever given"),
+    f"{CA}::test_stale_capacity_reschedules_to_another_zone": _e(
+        "no-capacity-tracking", "without capacity objects the scheduler keeps choosing the preferred full zone"),
     f"{AD}::test_volume_attachment_timeline": _e(
         "attach-detach", "the attach/detach controller creates the VolumeAttachment the attacher attaches"),
     f"{AD}::test_lost_node_keeps_the_volume_until_the_out_of_service_taint": _none(

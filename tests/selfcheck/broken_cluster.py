@@ -26,6 +26,8 @@ Breakages (what a real cluster gets wrong, made on purpose):
   allocatable (ephemeral storage included) no longer keep a pod off it;
 - `attach-detach`: kube-controller-manager without `persistentvolume-attach-detach-controller`:
   no VolumeAttachment is ever created, so CSI volumes are never attached;
+- `no-capacity-tracking`: the CSI stack runs without capacity tracking (no
+  `--enable-capacity`, `storageCapacity: false`) where a test asked for it;
 - `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
   force-deletes the pods of a node with the out-of-service taint;
 - `zone-threshold`: kube-controller-manager with `--unhealthy-zone-threshold=1`, so a zone
@@ -85,6 +87,7 @@ BREAKAGES: dict[str, str] = {
     "volumezone": "kube-scheduler without the VolumeZone plugin",
     "pod-gc": f"kube-controller-manager without {POD_GC}",
     "attach-detach": f"kube-controller-manager without {ATTACH_DETACH}",
+    "no-capacity-tracking": "the CSI stack without capacity tracking where a test asked for it",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "slow-node-monitor": "kube-controller-manager with --node-monitor-grace-period=40s appended (8s declared)",
     "gate-on": f"{GATE} on where a test asked for it off",
@@ -116,6 +119,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, disabled_controllers=tuple(dict.fromkeys((*cfg.disabled_controllers, _CONTROLLER[what]))))
     if what == "zone-threshold":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
+    if what == "no-capacity-tracking":
+        return replace(cfg, csi=replace(cfg.csi, capacity_tracking=False))
     if what == "slow-node-monitor":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--node-monitor-grace-period=40s"))
     if what == "gate-on" and cfg.feature_gates.get(GATE) is False:
