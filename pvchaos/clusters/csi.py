@@ -67,6 +67,9 @@ class CsiOptions:
     capacity_tracking: bool = False  # --enable-capacity, and CSIDriver storageCapacity
     max_volumes_per_node: int = 64  # CSINode allocatable.count (the node plugin's NodeGetInfo)
     capacity_poll_seconds: int = 2  # --capacity-poll-interval: how stale a CSIStorageCapacity may get
+    # --feature-gates=Topology: off, the provisioner sends no accessibility requirements
+    # (a deployment that forgot it; only the self-checks turn it off)
+    topology: bool = True
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 1:
@@ -128,7 +131,7 @@ def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None
 
 def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: CsiOptions) -> list[str]:
     argv = [str(binary), f"--csi-address={paths.socket}", f"--kubeconfig={kubeconfig}", "--leader-election=false",
-            "--feature-gates=Topology=true", f"--strict-topology={str(options.strict_topology).lower()}",
+            f"--feature-gates=Topology={str(options.topology).lower()}", f"--strict-topology={str(options.strict_topology).lower()}",
             f"--immediate-topology={str(options.immediate_topology).lower()}", "--extra-create-metadata",
             f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
             f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",

@@ -22,7 +22,8 @@ CHAOS_BREAKAGE = ("tests.selfcheck.chaos_breakage", "PVCHAOS_CHAOS_BREAK")
 # breakage -> (plugin module, environment variable)
 PLUGIN_OF: dict[str, tuple[str, str]] = {
     **{b: BROKEN_CLUSTER for b in ("volumebinding", "pv-binder", "provisioner", "nodeaffinity",
-                                   "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach", "no-capacity-tracking", "pod-gc", "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
+                                   "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach", "no-capacity-tracking", "csi-no-topology",
+                                   "nodevolumelimits", "pod-gc", "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }
@@ -47,7 +48,7 @@ def _none(why: str) -> Entry:
 BM, CR, LC, LV = "test_binding_modes", "test_component_restart", "test_label_changes", "test_local_volumes"
 NF, PM, RK, RC = "test_node_failure", "test_pv_affinity_mutation", "test_real_kubelet", "test_reclaim"
 SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
-VP, AD, CA = "test_volume_plugins", "test_attach_detach", "test_capacity"
+VP, AD, CA, CT = "test_volume_plugins", "test_attach_detach", "test_capacity", "test_csi_topology"
 RS = "test_rescheduling"
 
 _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
@@ -128,6 +129,16 @@ TABLE: dict[str, Entry] = {
     f"{SB}::test_volume_name_binds_that_pv_not_the_smallest": _e("pv-binder", _PV_BINDER_WHY),
     **{f"{SB}::test_volume_name_mismatch_is_reported[{case}]": _e("pv-binder", _PV_BINDER_WHY)
        for case in _MISMATCH_CASES},
+    f"{CT}::test_selected_node_without_the_driver_has_no_topology": _e(
+        "csi-no-topology", "without the Topology gate the provisioner never looks at CSINode and provisions anyway"),
+    f"{CT}::test_no_node_with_the_driver_means_no_available_topology": _e(
+        "csi-no-topology", "without the Topology gate an Immediate claim is provisioned with no requirements"),
+    f"{CT}::test_strict_topology_narrows_the_requisite[default]": _e(
+        "csi-no-topology", "without the Topology gate CreateVolume carries no requisite at all"),
+    f"{CT}::test_strict_topology_narrows_the_requisite[strict]": _e(
+        "csi-no-topology", "without the Topology gate CreateVolume carries no requisite at all"),
+    f"{CT}::test_node_at_its_volume_limit_takes_no_more": _e(
+        "nodevolumelimits", "NodeVolumeLimits is what reads the CSINode allocatable count"),
     f"{CA}::test_capacity_objects_follow_the_driver": _e(
         "no-capacity-tracking", "the external-provisioner publishes CSIStorageCapacity only with capacity tracking on"),
     f"{CA}::test_full_zone_is_filtered_out": _e(

@@ -28,6 +28,10 @@ Breakages (what a real cluster gets wrong, made on purpose):
   no VolumeAttachment is ever created, so CSI volumes are never attached;
 - `no-capacity-tracking`: the CSI stack runs without capacity tracking (no
   `--enable-capacity`, `storageCapacity: false`) where a test asked for it;
+- `csi-no-topology`: the external-provisioner runs with `--feature-gates=Topology=false`, so
+  CreateVolume gets no accessibility requirements (a deployment that forgot the gate);
+- `nodevolumelimits`: kube-scheduler without NodeVolumeLimits: CSINode allocatable counts
+  are ignored;
 - `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
   force-deletes the pods of a node with the out-of-service taint;
 - `zone-threshold`: kube-controller-manager with `--unhealthy-zone-threshold=1`, so a zone
@@ -88,6 +92,8 @@ BREAKAGES: dict[str, str] = {
     "pod-gc": f"kube-controller-manager without {POD_GC}",
     "attach-detach": f"kube-controller-manager without {ATTACH_DETACH}",
     "no-capacity-tracking": "the CSI stack without capacity tracking where a test asked for it",
+    "csi-no-topology": "external-provisioner with --feature-gates=Topology=false",
+    "nodevolumelimits": "kube-scheduler without the NodeVolumeLimits plugin",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "slow-node-monitor": "kube-controller-manager with --node-monitor-grace-period=40s appended (8s declared)",
     "gate-on": f"{GATE} on where a test asked for it off",
@@ -97,7 +103,7 @@ BREAKAGES: dict[str, str] = {
 }
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
                      "noderesourcesfit": "NodeResourcesFit", "volumerestrictions": "VolumeRestrictions",
-                     "volumezone": "VolumeZone"}
+                     "volumezone": "VolumeZone", "nodevolumelimits": "NodeVolumeLimits"}
 _CONTROLLER = {"pv-binder": PV_BINDER, "pod-gc": POD_GC, "attach-detach": ATTACH_DETACH}
 
 def breakage() -> str | None:
@@ -119,6 +125,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, disabled_controllers=tuple(dict.fromkeys((*cfg.disabled_controllers, _CONTROLLER[what]))))
     if what == "zone-threshold":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
+    if what == "csi-no-topology":
+        return replace(cfg, csi=replace(cfg.csi, topology=False))
     if what == "no-capacity-tracking":
         return replace(cfg, csi=replace(cfg.csi, capacity_tracking=False))
     if what == "slow-node-monitor":
