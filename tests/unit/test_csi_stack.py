@@ -122,3 +122,13 @@ def test_a_stack_that_starts_is_stopped_by_its_book(tmp_path: Path) -> None:
     assert all(is_ours(r, str(tmp_path)) for r in records.values())
     book.stop_all()
     assert not any(is_ours(r, str(tmp_path)) for r in records.values())
+
+
+def test_a_tests_calls_are_those_naming_its_volumes() -> None:
+    from pvchaos.plugin.csi_calls import matching, pretty
+    lines = ['{"method":"CreateVolume","request":{"name":"pvc-1"}}',
+             '{"method":"ControllerPublishVolume","request":{"volume_id":"pvchaos-aa"}}',
+             '{"method":"CreateVolume","request":{"name":"pvc-2"}}', "", '{"method":"Probe"}']
+    mine = matching(lines, ["pvc-1", "pvchaos-aa", ""])
+    assert [json.loads(ln)["method"] for ln in mine] == ["CreateVolume", "ControllerPublishVolume"]
+    assert pretty(mine).count("\n") == 1 and pretty(["not json"]) == "not json"
