@@ -151,3 +151,27 @@ def test_a_sidecar_that_cannot_start_fails_the_start_in_one_line_and_nothing_sta
     # whichever wait notices first names it (here possibly the apiserver's readiness wait)
     assert "csi-attacher exited at start (exit code 3): F1204 cannot reach the CSI socket (log: " in text, text
     assert_nothing_left(local.directory)
+
+
+@pytest.mark.slow
+def test_capacity_tracking_publishes_the_drivers_capacity_per_segment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PVCHAOS_STATE_DIR", str(tmp_path / "state"))
+    local = LocalCluster(LocalClusterConfig(name="cap", topology=Topology(zones=("zone-a", "zone-b"), nodes_per_zone=1),
+                                            csi=csi.CsiOptions(capacity_tracking=True)))
+    try:
+        handle = local.up()
+        (csi.paths_for(local.directory).control_dir / "capacity.json").write_text(json.dumps({"zone-a": "10Gi"}))
+        kube = connect(handle.kubeconfig)
+        try:
+            assert (kinds.get(kube, "CSIDriver", csi.DRIVER_NAME) or {})["spec"]["storageCapacity"] is True
+            kinds.create(kube, b.storage_class("cap-wffc", csi.DRIVER_NAME, "WaitForFirstConsumer"))
+            found = wait_for_state(kube, "CSIStorageCapacity",
+                                   lambda st: {c["nodeTopology"]["matchLabels"][ZONE_KEY]: c.get("capacity")
+                                               for c in st.values()} if len(st) == 2 else None,
+                                   "one CSIStorageCapacity per node segment", csi.CAPACITY_NAMESPACE, timeout=60)
+        finally:
+            kube.api.close()
+        assert found == {"zone-a": "10Gi", "zone-b": "1Ti"}, found  # zones missing from the file: unlimited
+    finally:
+        local.down()
