@@ -7,10 +7,10 @@ from __future__ import annotations
 import allure
 
 from pvchaos.clusters.backend import ClusterHandle
-from pvchaos.clusters.csi import COMPONENTS as CSI_COMPONENTS
+from pvchaos.clusters import csi
 from pvchaos.kube.cleanup import Cleanup
 
-RESTARTABLE = ("kube-scheduler", "kube-controller-manager", "provisioner", *CSI_COMPONENTS)
+RESTARTABLE = ("kube-scheduler", "kube-controller-manager", "provisioner", *csi.COMPONENTS)
 
 
 @allure.step("stop {component}")
