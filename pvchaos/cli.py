@@ -32,6 +32,7 @@ from pvchaos import compare_runs, report, report_merge, upgrade_command
 from pvchaos import explain as explain_command
 from pvchaos.runner import run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
+from pvchaos.tools.csi_driver import ensure_csi_driver
 from pvchaos.tools.csi_sidecars import ensure_csi_sidecars
 from pvchaos.tools.docker_engine import EngineError, ensure_engine, stop_engine
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
@@ -113,6 +114,7 @@ def _build(args: argparse.Namespace) -> int:
     for name, path in bins.all().items():
         print(f"{name}\t{path}")
     sidecars = ensure_csi_sidecars()  # the local backend's CSI stack runs upstream's sidecars
+    print(f"pvchaos-csi\t{ensure_csi_driver()}")
     print(f"csi-provisioner\t{sidecars.provisioner}")
     print(f"csi-attacher\t{sidecars.attacher}")
     return 0
