@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from pvchaos import compare_runs, report, upgrade_command
+from pvchaos import explain as explain_command
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
 from pvchaos.clusters.local.cluster import LocalCluster
@@ -20,8 +22,6 @@ from pvchaos.clusters.local.config import LocalClusterConfig, parse_feature_gate
 from pvchaos.clusters.local.registry import destroy, list_clusters
 from pvchaos.clusters.options import REPO_ROOT, add_run_arguments, check_feature_gates, from_values
 from pvchaos.clusters.topology import Topology
-from pvchaos import compare_runs, report, upgrade_command
-from pvchaos import explain as explain_command
 from pvchaos.runner import run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.docker_engine import EngineError, ensure_engine, stop_engine

@@ -14,6 +14,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from pvchaos import compare_backends as cmp
+from pvchaos import compare_runs, report, supervise, version_matrix
+from pvchaos.certification import (
+    render_certification,
+    results_from_allure,
+    write_allure_summary,
+)
 from pvchaos.clusters.kind import KindBackend
 from pvchaos.clusters.local.config import minor_of, parse_feature_gates
 from pvchaos.clusters.local.registry import list_clusters, sweep_orphans
@@ -22,13 +29,6 @@ from pvchaos.clusters.options import pytest_flags as _pytest_flags
 from pvchaos.clusters.topology import Topology
 from pvchaos.conformance import feature_gates
 from pvchaos.drivers.profile import load_profile
-from pvchaos import compare_backends as cmp
-from pvchaos import compare_runs, report, supervise, version_matrix
-from pvchaos.certification import (
-    render_certification,
-    results_from_allure,
-    write_allure_summary,
-)
 from pvchaos.results import merge_into
 from pvchaos.tools.build import ensure_binaries, served_releases
 from pvchaos.tools.docker_engine import Engine, stop_engine

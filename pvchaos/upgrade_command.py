@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pvchaos import runner
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.options import REPO_ROOT, Options
-from pvchaos import runner
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
 

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pvchaos.conformance import feature_gates
 from pvchaos import compare_runs, report
 from pvchaos.compare_runs import Change, Run
+from pvchaos.conformance import feature_gates
 from pvchaos.tools import versions
 
 # (test, older minor, newer minor) -> why its behaviour differs between the two; the test is

@@ -12,13 +12,13 @@ import pytest
 from pvchaos.chaos import labels as chaos_labels
 from pvchaos.chaos import nodes as chaos_nodes
 from pvchaos.conformance import messages
-from pvchaos.kube import builders as b
-from pvchaos.kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zone
-from pvchaos.kube.wait import wait_for
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable, wait_taint_gone
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zone
+from pvchaos.kube.wait import wait_for
 
 pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pytest.mark.needs("node-failure")]
 

@@ -15,6 +15,9 @@ import pytest
 from pvchaos.chaos import pv_affinity as mut
 from pvchaos.conformance import expectations, messages
 from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
@@ -23,9 +26,6 @@ from pvchaos.kube.errors import ApiError, ExpectationFailed
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.objects import REGION_KEY, ZONE_KEY, label, pv_zones
 from pvchaos.kube.wait import holds_for, wait_for_state
-from pvchaos.kit import expect as x
-from pvchaos.kit import measure
-from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("PV node affinity mutation (KEP-5381)"), pytest.mark.needs("static-pv", "zones")]
 

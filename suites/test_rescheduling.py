@@ -27,12 +27,12 @@ import allure
 import pytest
 
 from pvchaos.chaos.labels import add_taint
-from pvchaos.kube import builders as b
-from pvchaos.kube.kinds import events_for
-from pvchaos.kube.objects import SELECTED_NODE, annotation, node_name, uid
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube.kinds import events_for
+from pvchaos.kube.objects import SELECTED_NODE, annotation, node_name, uid
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Rescheduling after provisioning failure"),
               pytest.mark.needs("dynamic-zonal", "provisioning-failures")]

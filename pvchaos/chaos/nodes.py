@@ -14,7 +14,6 @@ from pvchaos.kube.client import Kube
 from pvchaos.kube.objects import name, zone
 
 
-
 def _faults(cluster: ClusterHandle):  # type: ignore[no-untyped-def]
     if cluster.faults is None:
         raise RuntimeError(f"backend {cluster.backend} cannot fail nodes (no node-failure capability)")

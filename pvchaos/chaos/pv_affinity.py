@@ -15,7 +15,6 @@ from pvchaos.kube import kinds
 from pvchaos.kube.client import Kube
 from pvchaos.kube.objects import REGION_KEY
 
-
 Affinity = dict[str, Any]
 
 

@@ -19,8 +19,18 @@ from typing import Any
 from pvchaos.conformance.affinity import node_matches_topology_terms
 from pvchaos.conformance.types import KubeObject, dig
 from pvchaos.conformance.verdicts import (
-    HOSTNAME_KEY, NODE_STATE_FILTERS, POD_FILTERS, VOLUME_FILTERS, WFFC, ZONE_KEYS, ClaimState, Exclusion,
-    NodeVerdict, Scene, nodes_passing, pod_key,
+    HOSTNAME_KEY,
+    NODE_STATE_FILTERS,
+    POD_FILTERS,
+    VOLUME_FILTERS,
+    WFFC,
+    ZONE_KEYS,
+    ClaimState,
+    Exclusion,
+    NodeVerdict,
+    Scene,
+    nodes_passing,
+    pod_key,
 )
 
 

@@ -18,7 +18,15 @@ from pvchaos.conformance import scheduler_message
 from pvchaos.conformance.causes import Cause, root_cause
 from pvchaos.conformance.types import KubeObject, dig
 from pvchaos.conformance.verdicts import (
-    ClaimState, Exclusion, NodeVerdict, Scene, claim_states, node_verdict, pod_key, pod_wide_exclusion, pvs_by_name,
+    ClaimState,
+    Exclusion,
+    NodeVerdict,
+    Scene,
+    claim_states,
+    node_verdict,
+    pod_key,
+    pod_wide_exclusion,
+    pvs_by_name,
 )
 
 __all__ = ["Agreement", "Cause", "ClaimState", "Exclusion", "Explanation", "NodeVerdict", "Scene", "explain"]

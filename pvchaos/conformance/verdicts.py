@@ -12,16 +12,23 @@ pod's volume is only reachable on a tainted node" from "every node is tainted".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from pvchaos.conformance.affinity import (
-    label_selector_matches, node_matches_pv_affinity, node_matches_selector, node_matches_topology_terms, toleration_tolerates_taint,
+    label_selector_matches,
+    node_matches_pv_affinity,
+    node_matches_selector,
+    toleration_tolerates_taint,
     untolerated_taints,
 )
 from pvchaos.conformance.claims import claim_class, explain_mismatch, find_matching_volume, requested_storage
 from pvchaos.conformance.placement import (
-    NO_PROVISIONER, SELECTED_NODE_ANNOTATION, UNSCHEDULABLE_TAINT, can_provision, pod_claim_keys, volume_zone_ok,
+    NO_PROVISIONER,
+    SELECTED_NODE_ANNOTATION,
+    UNSCHEDULABLE_TAINT,
+    can_provision,
+    pod_claim_keys,
+    volume_zone_ok,
 )
 from pvchaos.conformance.types import KubeObject, dig
 

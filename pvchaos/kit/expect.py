@@ -15,13 +15,13 @@ import allure
 
 from pvchaos.conformance import messages
 from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import objects as o
 from pvchaos.kube.errors import ExpectationFailed, WaitTimeout
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import State, describe, pod_cannot_run, pod_running, wait_for, wait_for_event, wait_for_state, wait_gone
-from pvchaos.kit import measure
-from pvchaos.kit.workspace import Workspace
 
 label = o.label  # suites wrote x.label(node, key) before kube.objects existed
 

@@ -29,14 +29,14 @@ from pvchaos.chaos import components as chaos_components
 from pvchaos.chaos import nodes as chaos_nodes
 from pvchaos.clusters.local.memory import cluster_rss_mib
 from pvchaos.conformance import storm as judge
+from pvchaos.kit.storm_plan import ROLE_LABEL, NodeRef, StormObjects, StormShape, build
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import kinds, snapshot
 from pvchaos.kube import objects as o
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.errors import ConditionNotReached
 from pvchaos.kube.metrics import apiserver_metrics
 from pvchaos.kube.wait import State, wait_for_state
-from pvchaos.kit.storm_plan import ROLE_LABEL, NodeRef, StormObjects, StormShape, build
-from pvchaos.kit.workspace import Workspace
 
 THREADS = 16  # bulk creation: enough to keep the apiserver busy, few enough for 2 cores
 MUTATING = ("POST", "PUT", "PATCH", "DELETE", "APPLY")

@@ -13,6 +13,7 @@ from typing import Any
 import urllib3
 from kubernetes import client, config
 
+
 @dataclass(frozen=True)
 class Kube:
     """Typed API groups sharing one connection."""

@@ -16,16 +16,27 @@ from pvchaos.clusters.backend import Capability
 from pvchaos.clusters.options import Options, add_options, check_feature_gates, from_values
 from pvchaos.clusters.topology import Topology
 from pvchaos.conformance import invariants
-from pvchaos.kube import snapshot
-from pvchaos.kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
+from pvchaos.kube import snapshot
+from pvchaos.kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.plugin import evidence, hookspecs, interrupts, upgrade_options
-from pvchaos.runner import available_memory_mib
 from pvchaos.plugin.fixtures import (
-    CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
-    declared_canaries, needed_capabilities, ws,
+    CANARY_KEY,
+    WORKSPACE_KEY,
+    canary_results,
+    cluster,
+    cluster_pool,
+    cluster_request,
+    declared_canaries,
+    driver,
+    driver_profile,
+    kube,
+    kubectl,
+    needed_capabilities,
+    ws,
 )
+from pvchaos.runner import available_memory_mib
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 __all__ = ["canary_results", "cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl", "ws"]  # the fixtures

@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from pvchaos.tools.nodeimage.recipe import KIND_VERSION
 from pvchaos.tools.build import REPO_ROOT, cache_root
-
+from pvchaos.tools.nodeimage.recipe import KIND_VERSION
 
 # A stand-in executable: appends its argv (as JSON) to $FAKE_LOG, then behaves as the
 # environment says: FAKE_<TOOL>_<SUBCOMMAND>_RC / _OUT / _ERR, e.g. FAKE_DOCKER_INFO_RC=1.

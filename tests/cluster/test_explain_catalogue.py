@@ -13,15 +13,15 @@ import json
 
 import pytest
 
+from pvchaos import cli
 from pvchaos.chaos.labels import add_taint
 from pvchaos.conformance.explain import Explanation, explain
+from pvchaos.kit import expect as x
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import objects as o
 from pvchaos.kube.explain_read import read_view
 from pvchaos.kube.wait import wait_for, wait_for_event
-from pvchaos import cli
-from pvchaos.kit import expect as x
-from pvchaos.kit.workspace import Workspace
 from pvchaos.plugin import evidence
 
 pytestmark = [pytest.mark.needs("zones", "static-pv")]

@@ -35,11 +35,11 @@ from pvchaos.chaos.labels import set_node_labels
 from pvchaos.clusters.topology import HOSTNAME_KEY, ZONE_KEY
 from pvchaos.conformance import messages
 from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import State, wait_for_state
-from pvchaos.kit.workspace import Workspace
 
 pytestmark = [
     allure.epic("Self-verification"),

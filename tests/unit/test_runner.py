@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pvchaos.clusters import options
 from pvchaos import runner
 from pvchaos.cli import parser as cli_parser
+from pvchaos.clusters import options
 from pvchaos.runner import RunRequest, UsageError
 from pvchaos.tools import feature_gates as tools_gates
 
