@@ -244,18 +244,6 @@ def build_kwokctl(version: str = DEFAULT_KWOK_VERSION, log: Path | None = None) 
     log.parent.mkdir(parents=True, exist_ok=True)
     _go_install("kwokctl", version, target, log)
     return target
-    go = _require_go()
-    log = log or cache_root() / "build-logs" / f"kwokctl-{version}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    _log(f"building kwokctl {version} ...")
-    with tempfile.TemporaryDirectory(prefix="pvchaos-gobin-") as gobin:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        _run_go([go, "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwokctl@{version}"],
-                out_dir, log, f"build kwokctl {version}", {"GOBIN": gobin, "GOFLAGS": "-buildvcs=false"})
-        _install(Path(gobin) / "kwokctl", target)
-    _log(f"built kwokctl {version} in {time.monotonic() - start:.0f}s")
-    return target
 
 
 def provisioner_digest(src: Path = PROVISIONER_SRC) -> str:
