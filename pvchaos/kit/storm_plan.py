@@ -123,14 +123,15 @@ class StormObjects:
     def batches(self, parts: int) -> list[tuple[list[Obj], list[Obj], list[Obj]]]:
         """(claims, pods, statefulsets) in `parts` slices: pod i's claims are in the slice
         of pod i, so a slice can be created while the next waits (a storm under chaos)."""
+        def cut(items: list[Obj], k: int) -> list[Obj]:
+            n = len(items)
+            return items[n * k // parts: n * (k + 1) // parts]
+
         out = []
         for k in range(parts):
-            def cut(items: list[Obj]) -> list[Obj]:
-                n = len(items)
-                return items[n * k // parts: n * (k + 1) // parts]
-            pods = cut(self.pods)
+            pods = cut(self.pods, k)
             wanted = {c for p in pods for c in _claims_of(p)}
-            out.append(([c for c in self.claims if c["metadata"]["name"] in wanted], pods, cut(self.statefulsets)))
+            out.append(([c for c in self.claims if c["metadata"]["name"] in wanted], pods, cut(self.statefulsets, k)))
         return out
 
 
