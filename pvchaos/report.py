@@ -455,7 +455,7 @@ def format_summary(rows: list[SuiteRow]) -> str:
     numeric = {1, 2, 3, 4, 5}
 
     def fmt(line: tuple[str, ...]) -> str:
-        parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths))]
+        parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))]
         return "  ".join(parts).rstrip()
 
     rule = "  ".join("-" * w for w in widths)

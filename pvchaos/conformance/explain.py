@@ -112,7 +112,8 @@ def explain(scene: Scene) -> Explanation:
     """Per-node verdicts, claim states, the root cause and the scheduler's agreement."""
     claims = claim_states(scene)
     pvs = pvs_by_name(scene)
-    verdicts = tuple(node_verdict(scene, node, claims, pvs) for node in sorted(scene.nodes, key=lambda n: str(dig(n, 'metadata', 'name', default=''))))
+    by_name = sorted(scene.nodes, key=lambda n: str(dig(n, 'metadata', 'name', default='')))
+    verdicts = tuple(node_verdict(scene, node, claims, pvs) for node in by_name)
     pod_wide = pod_wide_exclusion(claims)
     cause = root_cause(scene, verdicts, claims, pod_wide)
     return Explanation(pod_key(scene.pod), verdicts, tuple(claims), pod_wide, cause,

@@ -477,7 +477,7 @@ def probe(tmp_path: Path, state_dir: Path, mode: str) -> Iterator[Probe]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", str(tmp_path / "test_probe.py"), "-p", "no:cacheprovider",
              "--rootdir", str(tmp_path), "-q", "--zones", "1", "--nodes-per-zone", "1"],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal)
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal)  # noqa: PLW1509  one signal() call, no locks
     try:
         yield Probe(proc, tmp_path / "state-copy.json", log, state_dir)
     finally:
