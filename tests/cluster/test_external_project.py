@@ -81,7 +81,7 @@ def test_a_suite_outside_the_repository_runs_from_a_fresh_virtualenv(tmp_path: P
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
     env["PVCHAOS_STATE_DIR"] = str(tmp_path / "state")
     done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "tests", "--zones=2"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, check=False)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     assert "2 passed" in out, out[-2000:]
