@@ -36,7 +36,7 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
         x.pod_runs(ws, p)
     default = ws.get("Pod", "default") or {}
     defaults = [t for t in default["spec"].get("tolerations", []) if t.get("key") == UNREACHABLE]
-    x.expect(defaults and defaults[0].get("tolerationSeconds") == 300,
+    x.expect(bool(defaults) and defaults[0].get("tolerationSeconds") == 300,
              "DefaultTolerationSeconds gives pods 300 s for the unreachable taint", default, ws=ws)
 
     t0 = time.monotonic()

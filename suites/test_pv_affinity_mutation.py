@@ -8,6 +8,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
 import allure
 import pytest
@@ -36,7 +38,10 @@ SEED_PATCH = ('{"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"match
               '[{"key":"storage","operator":"In","values":["ssd"]}]}]}}}}')
 
 
-def _api_error(call) -> ApiError:  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def _api_error(call: Callable[[], object]) -> ApiError:
     """The API server's refusal of `call`; its acceptance is the test's failure, with what it returned."""
     try:
         accepted = call()
@@ -45,7 +50,7 @@ def _api_error(call) -> ApiError:  # type: ignore[no-untyped-def]
     raise ExpectationFailed(f"the API server accepted an update it must reject; it returned: {accepted}")
 
 
-def _accepted(call, what: str):  # type: ignore[no-untyped-def]
+def _accepted(call: Callable[[], T], what: str) -> T:
     """The API server's answer to an update it must accept; a refusal fails the test naming the gate."""
     try:
         return call()
@@ -109,7 +114,7 @@ def test_gate_off_update(ws: Workspace, case: str) -> None:
 @allure.feature("gate on")
 @allure.story("the seed's kubectl merge patch is accepted on a bound PV")
 @pytest.mark.needs("mutable-pv-affinity")
-def test_seed_kubectl_merge_patch_is_accepted(ws: Workspace, kubectl) -> None:  # type: ignore[no-untyped-def]
+def test_seed_kubectl_merge_patch_is_accepted(ws: Workspace, kubectl: Path) -> None:
     pv = x.bound_pair(ws, b.label_affinity("storage", "standard"))
     done = mut.kubectl_merge_patch(ws.cluster, kubectl, pv["metadata"]["name"], SEED_PATCH)
     x.expect(done.returncode == 0, f"kubectl patch failed ({done.returncode}): {done.stderr.strip()}")
@@ -298,7 +303,7 @@ def test_gate_on_still_validates(ws: Workspace, affinity: Obj, key: str) -> None
 @allure.feature("gate on")
 @allure.story("the seed's Retain workflow: Released until claimRef is cleared")
 @pytest.mark.needs("mutable-pv-affinity")
-def test_retain_workflow_after_mutation(ws: Workspace, kubectl) -> None:  # type: ignore[no-untyped-def]
+def test_retain_workflow_after_mutation(ws: Workspace, kubectl: Path) -> None:
     pv = x.bound_pair(ws, b.label_affinity("storage", "standard"))
     name = pv["metadata"]["name"]
     done = mut.kubectl_merge_patch(ws.cluster, kubectl, name, SEED_PATCH)

@@ -50,7 +50,7 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     claim = ws.get("PersistentVolumeClaim", "data") or {}
     pv = ws.get("PersistentVolume", claim["spec"]["volumeName"]) or {}
     path = ((pv.get("spec") or {}).get("hostPath") or {}).get("path")
-    x.expect(path, "the provisioned PV is a directory on the node (hostPath)", pv, ws=ws)
+    x.expect(bool(path), "the provisioned PV is a directory on the node (hostPath)", pv, ws=ws)
     faults = ws.cluster.faults
     assert faults is not None and hasattr(faults, "node_exec")
     written = faults.node_exec(node, f"cat {path}/marker")

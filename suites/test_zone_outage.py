@@ -8,6 +8,7 @@ Each cluster is sized so the asserted behaviour is the one that happens."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import allure
 import pytest
@@ -40,7 +41,7 @@ def _pods_on_every_node(ws: Workspace, tolerate: int) -> dict[str, str]:
     return placed
 
 
-def _tainted(state: dict[str, Obj], nodes: list[str]) -> list[str]:
+def _tainted(state: dict[str, Obj], nodes: Sequence[str]) -> list[str]:
     return [n for n in nodes if has_taint(state.get(n), UNREACHABLE, "NoExecute")]
 
 
