@@ -7,9 +7,10 @@ See docs/writing-suites.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import allure
+import pluggy
 import pytest
 
 from pvchaos.clusters.backend import Capability
@@ -152,7 +153,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, pluggy.Result[None], None]:
     """After a passing test body, the cluster invariants must hold too."""
     if "cluster" in getattr(item, "fixturenames", ()):  # one line per suite module on the report's overview
         allure.dynamic.parent_suite(item.path.stem.removeprefix("test_"))
@@ -167,7 +168,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
     if report.when == "call" and report.failed:
