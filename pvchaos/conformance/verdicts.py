@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pvchaos.conformance.affinity import (
     label_selector_matches,
@@ -251,7 +252,7 @@ def claim_states(scene: Scene) -> list[ClaimState]:
         class_name = claim_class(pvc)
         storage_class = scene.classes.get(class_name)
         mode = dig(storage_class, "volumeBindingMode", default="Immediate") if storage_class else None
-        common = {"storage_class": class_name, "binding_mode": mode}
+        common: dict[str, Any] = {"storage_class": class_name, "binding_mode": mode}
         if dig(pvc, "metadata", "deletionTimestamp") is not None:
             out.append(ClaimState(key, "terminating", **common, detail=f"claim {key} is being deleted"))
         elif _is_bound(pvc):
