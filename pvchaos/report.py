@@ -102,7 +102,9 @@ def read_environment(results_dir: Path | str) -> dict[str, str]:
     unescape = {"n": "\n", "r": "\r", "t": "\t"}
     env = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        key, value, sep = [], [], False
+        key: list[str] = []
+        value: list[str] = []
+        sep = False
         chars = iter(line)
         for c in chars:
             if c == "\\":

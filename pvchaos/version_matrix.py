@@ -26,7 +26,7 @@ from pvchaos.tools import versions
 # "suite file stem::test name" as pvchaos.results.test_key writes it.
 _GATE_ABSENT = ("MutablePVNodeAffinity does not exist before 1.35 (pkg/features/kube_features.go of "
                 "v1.34.4 has no such gate): the test needs the gate and skips on 1.34")
-EXPLAINED: dict[tuple[str, int, int], str] = {}
+EXPLAINED: dict[tuple[str, int | None, int | None], str] = {}
 
 
 @dataclass(frozen=True)

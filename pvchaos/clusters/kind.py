@@ -71,7 +71,7 @@ LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 CLUSTER_LABEL = "io.x-k8s.kind.cluster"
 WAIT = "180s"
-SUBNET_POOL = ipaddress.ip_network("172.30.0.0/16")
+SUBNET_POOL = ipaddress.IPv4Network("172.30.0.0/16")
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 _KUBELET_ALLOWED = {"topology.kubernetes.io/zone", "topology.kubernetes.io/region",
