@@ -134,7 +134,7 @@ def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:
     rejected 422 "field is immutable"; gate on: it is accepted. None when unknown."""
     name = PROBE_PREFIX + secrets.token_hex(4)
     try:
-        kube.core.create_persistent_volume(_probe_body(name, "pvchaos-probe-a"))
+        kube.core.create_persistent_volume(_probe_body(name, "pvchaos-probe-a"))  # type: ignore[arg-type]  # a dict body is sent as it is
     except ApiError as exc:
         return None, False, f"probe PV not created: {_api_error(exc)}"
     moved = _probe_body(name, "pvchaos-probe-b")["spec"]["nodeAffinity"]
@@ -143,7 +143,7 @@ def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:
             current = as_dict(kube.core.read_persistent_volume(name))
             body = dict(current, spec=dict(current["spec"], nodeAffinity=moved))
             try:
-                kube.core.replace_persistent_volume(name, body, dry_run="All")
+                kube.core.replace_persistent_volume(name, body, dry_run="All")  # type: ignore[arg-type]  # dict body
             except ApiError as exc:
                 if exc.status == 409:
                     continue
@@ -189,7 +189,7 @@ class ExistingBackend:
 
     def _discover(self, kube: Kube, context: str, server: str, version: str) -> ClusterHandle:
         nodes = [as_dict(n) for n in kube.core.list_node().items]
-        zones = sorted({(n["metadata"].get("labels") or {}).get(ZONE_KEY) for n in nodes} - {None})
+        zones: list[str] = sorted({z for n in nodes if (z := (n["metadata"].get("labels") or {}).get(ZONE_KEY)) is not None})
         classes, default, provisioners = _describe_classes(as_dict(c) for c in kube.storage.list_storage_class().items)
         caps: set[str] = set()
         if len(zones) >= 2:
