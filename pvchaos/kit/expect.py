@@ -64,12 +64,12 @@ def phase_now(ws: Workspace, kind: str, name: str, phase: str) -> Obj:
 
 
 @allure.step("PVC {claim} stays Pending: the controller reports {key}")
-def claim_stays_pending(ws: Workspace, claim: str, key: str, **fmt: object) -> Obj:
+def claim_stays_pending(ws: Workspace, claim: str, key: str, timeout: float = 60, **fmt: object) -> Obj:
     """A negative made observable: the controller's event proves it evaluated the claim
     and found nothing, then the claim must still be Pending. The controller only judges
     the PVs it has seen: callers wait for their PVs to be Available (set by the same
     controller) before creating the claim, else a later binding goes unseen."""
-    event(ws, "PersistentVolumeClaim", claim, key, **fmt)
+    event(ws, "PersistentVolumeClaim", claim, key, timeout, **fmt)
     return phase_now(ws, "PersistentVolumeClaim", claim, "Pending")
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from typing import Any
 
 from pvchaos.chaos import components as chaos_components
 from pvchaos.chaos import nodes as chaos_nodes
@@ -175,7 +176,7 @@ class Tracker:
                  what: str, role: str | None = None):
         self.kube, self.kind_name, self.namespace = kube, kind_name, namespace
         self.expected, self.goal, self.what = expected, goal, what
-        self.selectors = {"label_selector": f"{ROLE_LABEL}={role}"} if role else {}
+        self.selectors: dict[str, Any] = {"label_selector": f"{ROLE_LABEL}={role}"} if role else {}
         self.reached: dict[str, float] = {}
         self.good: set[str] = set()
         self.error: str | None = None

@@ -118,11 +118,11 @@ def build_rootfs(recipe: r.Recipe, tools: Path) -> Path:
         shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
         install_layout(rootfs, tools)
         partial = out.with_suffix(".partial")
-        proc = subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(partial), "."],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
+        tar = subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(partial), "."],
+                             capture_output=True, text=True, check=False)
+        if tar.returncode != 0:
             partial.unlink(missing_ok=True)
-            raise BuildError(f"tar of the rootfs failed: {proc.stderr.strip().splitlines()[-1:]}")
+            raise BuildError(f"tar of the rootfs failed: {tar.stderr.strip().splitlines()[-1:]}")
         partial.replace(out)
     _log(f"rootfs ready in {time.monotonic() - start:.0f}s ({out})")
     return out
