@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pvchaos.chaos import components as chaos_components
@@ -135,7 +136,7 @@ def create_many(kube: Kube, objs: Iterable[kinds.Obj], namespace: str | None, th
 class MemorySampler:
     """The cluster's resident memory every `interval` s in a thread; keeps the peak total."""
 
-    def __init__(self, directory: object, interval: float = 0.5):
+    def __init__(self, directory: Path | None, interval: float = 0.5):
         self.directory = directory
         self.interval = interval
         self.peak = 0.0
@@ -152,7 +153,7 @@ class MemorySampler:
         if self.directory is None:
             return
         try:
-            now = cluster_rss_mib(self.directory)  # type: ignore[arg-type]
+            now = cluster_rss_mib(self.directory)
         except (OSError, ValueError):
             return
         total = sum(now.values())

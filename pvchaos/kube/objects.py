@@ -125,7 +125,7 @@ def has_taint(node: View | None, key: str, effect: str | None = None) -> bool:
 def unschedulable(pod: View | None) -> bool:
     """The scheduler's verdict as upstream asserts it: PodScheduled=False, reason Unschedulable."""
     c = condition(pod, "PodScheduled")
-    return bool(c) and c.get("status") == "False" and c.get("reason") == "Unschedulable"  # type: ignore[union-attr]
+    return c is not None and c.get("status") == "False" and c.get("reason") == "Unschedulable"
 
 
 def scheduled(pod: View | None) -> bool:
