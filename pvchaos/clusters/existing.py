@@ -134,7 +134,7 @@ def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:
     rejected 422 "field is immutable"; gate on: it is accepted. None when unknown."""
     name = PROBE_PREFIX + secrets.token_hex(4)
     try:
-        kube.core.create_persistent_volume(_probe_body(name, "pvchaos-probe-a"))  # type: ignore[arg-type]  # a dict body is sent as it is
+        kube.core.create_persistent_volume(_probe_body(name, "pvchaos-probe-a"))
     except ApiError as exc:
         return None, False, f"probe PV not created: {_api_error(exc)}"
     moved = _probe_body(name, "pvchaos-probe-b")["spec"]["nodeAffinity"]
@@ -143,7 +143,7 @@ def probe_mutable_affinity(kube: Kube) -> tuple[bool | None, bool, str]:
             current = as_dict(kube.core.read_persistent_volume(name))
             body = dict(current, spec=dict(current["spec"], nodeAffinity=moved))
             try:
-                kube.core.replace_persistent_volume(name, body, dry_run="All")  # type: ignore[arg-type]  # dict body
+                kube.core.replace_persistent_volume(name, body, dry_run="All")
             except ApiError as exc:
                 if exc.status == 409:
                     continue

@@ -319,7 +319,7 @@ class LocalCluster:
         """CSIDriver objects so the zonal driver needs no attach (KWOK nodes never attach)."""
         assert self.kube is not None
         for driver in (ZONAL_PROVISIONER,):
-            self.kube.storage.create_csi_driver(body={  # type: ignore[arg-type]  # a dict body is sent as it is
+            self.kube.storage.create_csi_driver(body={
                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
                 "metadata": {"name": driver, "labels": {OWNED_LABEL: "true"}},
                 "spec": {"attachRequired": False, "podInfoOnMount": False},
