@@ -35,7 +35,7 @@ from pvchaos.tools.docker_engine import Engine, stop_engine
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 SUITES_DIR = REPO_ROOT / "suites"
-CLUSTER_MEMORY_MIB = 1100  # measured: ~850 MiB RSS for 3 zones x 2 nodes, plus headroom
+CLUSTER_MEMORY_MIB = 1100  # a default cluster's resident memory plus headroom (docs/findings.md)
 RunRequest = Options  # what `pvchaos run` was asked: the one option schema (clusters.options)
 
 

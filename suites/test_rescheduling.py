@@ -84,7 +84,7 @@ def test_immediate_failure_is_retried_without_a_selected_node(ws: Workspace) -> 
     x.expect(x.failed_on_node(failed) is None, "an Immediate claim is provisioned with no selected node",
              failed, ws=ws)
 
-    pvc = x.claim_bound(ws, "data")  # the provisioner's retry (resync or backoff, 15 s here)
+    pvc = x.claim_bound(ws, "data")  # after the provisioner's retry (a resync or its backoff)
     x.expect(annotation(pvc, SELECTED_NODE) is None,
              f"nobody writes {SELECTED_NODE} on an Immediate claim, so there is nothing to reschedule", pvc, ws=ws)
     pod = x.pod_runs(ws, "app")

@@ -134,7 +134,7 @@ def timings_for(node_count: int) -> Timings:
 
     Our short timings make a node's loss show in seconds, but KWOK renews every Lease each
     quarter of its duration: 1,000 nodes at 4 s are 1,000 writes a second, more than the
-    apiserver of a 2-core machine serves, and a storm beside them bound 1 claim a second.
+    apiserver of a 2-core machine serves, and a storm beside them crawls (docs/findings.md).
     The lifecycle controller's 1 s sweep and the PV controller's 5 s resync of every claim
     grow with the cluster too. Past BUSY_RENEWALS a cluster runs upstream's timings, as a
     real one of that size does.
