@@ -80,7 +80,7 @@ PROVISIONER_KINDS = ("csi", "test-double")  # as the local backend's LocalCluste
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 CLUSTER_LABEL = "io.x-k8s.kind.cluster"
 WAIT = "180s"
-SUBNET_POOL = ipaddress.ip_network("172.30.0.0/16")
+SUBNET_POOL = ipaddress.IPv4Network("172.30.0.0/16")
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 _KUBELET_ALLOWED = {"topology.kubernetes.io/zone", "topology.kubernetes.io/region",
@@ -414,7 +414,7 @@ class KindBackend:
     def _kind(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         assert self.engine is not None
         env = {**self.engine.env(), "KIND_EXPERIMENTAL_DOCKER_NETWORK": self.network}
-        return subprocess.run([str(ensure_kind()), *args], capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run([str(ensure_kind()), *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
     def prepare(self) -> None:
         """Everything that can be refused or built before a container exists: an engine,
@@ -468,7 +468,7 @@ class KindBackend:
             out = docker(self.engine, ["network", "inspect", "--format",
                                        "{{range .IPAM.Config}}{{.Subnet}} {{end}}", *nets], timeout=60).stdout
             taken += out.split()
-        routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+        routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, check=False).stdout
         taken += [line.split()[0] for line in routes.splitlines() if line and line.split()[0][0].isdigit()]
         return taken
 
@@ -532,7 +532,7 @@ class KindBackend:
         """kind's --wait covers the control plane; the suites need every worker Ready."""
         kubectl = ensure_binaries(self.k8s_version, only=("kubernetes",)).kubectl
         proc = subprocess.run([str(kubectl), "--kubeconfig", str(self.kubeconfig), "wait", "--for=condition=Ready",
-                               "nodes", "--all", "--timeout=120s"], capture_output=True, text=True, timeout=150)
+                               "nodes", "--all", "--timeout=120s"], capture_output=True, text=True, timeout=150, check=False)
         if proc.returncode != 0:
             raise ClusterError(f"kind cluster {self.cluster}: nodes not Ready within 120s: {last_line(proc)}"
                                f"{self._node_diagnosis()}")

@@ -65,7 +65,7 @@ class ClusterRequest:
         unknown = set(kwargs) - known
         if unknown:
             raise ValueError(f"cluster marker: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
-        norm = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+        norm: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}  # checked by name above
         return cls(feature_gates=tuple(sorted(gates.items())), **norm)
 
     @property

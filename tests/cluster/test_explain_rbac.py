@@ -10,11 +10,11 @@ import pytest
 import yaml
 from kubernetes import client
 
-from pvchaos.kube import builders as b
-from pvchaos.kube import objects as o
 from pvchaos import cli
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube import objects as o
 
 pytestmark = [pytest.mark.needs("zones", "static-pv")]
 READ = ["get", "list", "watch"]
