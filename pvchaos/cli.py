@@ -12,9 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 from pvchaos import compare_runs, report, report_merge, upgrade_command
 from pvchaos import explain as explain_command
+from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
 from pvchaos.clusters.local.cluster import LocalCluster
@@ -164,35 +166,45 @@ def _selftest(args: argparse.Namespace) -> int:
     return subprocess.call(argv, cwd=REPO_ROOT)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line on stderr and exit 2, like every other
+    refusal of this command (argparse's own prints the whole usage first). Subparsers
+    inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pvchaos", description=__doc__)
+    p = OneLineParser(prog="pvchaos", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     cl = sub.add_parser("cluster", help="local and kind clusters").add_subparsers(dest="action", required=True)
     up = cl.add_parser("up", help="start a cluster that outlives this command")
     up.add_argument("--backend", default="local", choices=("local", "kind"))
-    up.add_argument("--name", default="pvchaos")
-    up.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
-    up.add_argument("--zones", default="3")
-    up.add_argument("--nodes-per-zone", type=int, default=2)
-    up.add_argument("--feature-gates", default="", help="e.g. MutablePVNodeAffinity=false")
-    up.add_argument("--disable-controller", action="append", default=[], metavar="NAME",
+    up.add_argument("--name", default="pvchaos", type=arguments.cluster_name)
+    up.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
+    up.add_argument("--zones", default="3", type=arguments.zones)
+    up.add_argument("--nodes-per-zone", type=arguments.nodes_per_zone, default=2)
+    up.add_argument("--feature-gates", default="", type=arguments.feature_gates, help="e.g. MutablePVNodeAffinity=false")
+    up.add_argument("--disable-controller", action="append", default=[], metavar="NAME", type=arguments.component_word,
                     help="a kube-controller-manager controller to leave out (repeatable)")
-    up.add_argument("--disable-scheduler-plugin", action="append", default=[], metavar="NAME")
-    up.add_argument("--kcm-flag", action="append", default=[], metavar="FLAG",
+    up.add_argument("--disable-scheduler-plugin", action="append", default=[], metavar="NAME",
+                    type=arguments.component_word)
+    up.add_argument("--kcm-flag", action="append", default=[], metavar="FLAG", type=arguments.component_flag,
                     help="an extra kube-controller-manager flag, e.g. --kube-api-qps=100 (repeatable)")
     up.add_argument("--no-provisioner", action="store_true", help="do not start the zonal test provisioner")
     up.set_defaults(func=_cluster_up)
     down = cl.add_parser("down", help="stop a cluster and remove what it left")
     down.add_argument("--backend", default="local", choices=("local", "kind"))
     which = down.add_mutually_exclusive_group(required=True)
-    which.add_argument("--name")
+    which.add_argument("--name", type=arguments.cluster_name)
     which.add_argument("--all", action="store_true", help="every local and kind cluster, including leftovers")
     down.set_defaults(func=_cluster_down)
     cl.add_parser("list", help="local clusters and their health").set_defaults(func=_cluster_list)
 
     b = sub.add_parser("build", help="build (or find cached) binaries for a Kubernetes version")
-    b.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
+    b.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
     b.set_defaults(func=_build)
 
     r = sub.add_parser("run", help="run the suites and write the Allure report (the main job)")
@@ -207,9 +219,10 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="what changed between two report directories (exit 1: a test that "
                                        "passed in A fails in B)")
-    c.add_argument("report_a", metavar="REPORT_DIR_A", help="the earlier run (pvchaos run --report-dir)")
-    c.add_argument("report_b", metavar="REPORT_DIR_B", help="the later run")
-    c.add_argument("--report-dir", default=str(REPO_ROOT / "reports" / "compare"),
+    c.add_argument("report_a", metavar="REPORT_DIR_A", type=arguments.existing_dir,
+                   help="the earlier run (pvchaos run --report-dir)")
+    c.add_argument("report_b", metavar="REPORT_DIR_B", type=arguments.existing_dir, help="the later run")
+    c.add_argument("--report-dir", default=str(REPO_ROOT / "reports" / "compare"), type=arguments.writable_dir,
                    help="where compare.md and the Allure report of both runs go (default reports/compare)")
     c.add_argument("--no-html", action="store_true", help="only compare.md and allure-results, no HTML report")
     c.set_defaults(func=_compare)
@@ -223,7 +236,7 @@ def parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("kind", help="kind backend tools").add_subparsers(dest="action", required=True)
     bi = k.add_parser("build-image", help="build (or find cached) the offline kind node image of a version")
-    bi.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
+    bi.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
     bi.set_defaults(func=_kind_build_image)
 
     e = sub.add_parser("explain", help="why a pod is Pending, and what fixes it (read-only, any cluster)",
@@ -257,7 +270,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(list(sys.argv[1:] if argv is None else argv))
+    try:
+        args = parse(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # argparse's refusal (one line, OneLineParser) or --help: a code, also in-process
+        return exc.code if isinstance(exc.code, int) else 0
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # `kill`, CI: the same path as Ctrl-C
         signal.signal(signal.SIGTERM, _terminate)
     try:

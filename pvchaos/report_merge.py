@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pvchaos import compare_backends as cmp
 from pvchaos import compare_runs, report, run_record, version_matrix
+from pvchaos.clusters import arguments
 from pvchaos.results import tag_with
 from pvchaos.run_record import RunRecord
 from pvchaos.tools import versions
@@ -308,10 +309,10 @@ def merge(out: Path, directories: Sequence[Path], history: Path | None = None, h
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("out", type=Path, metavar="OUT", help="the merged report directory")
-    p.add_argument("dirs", type=Path, nargs="+", metavar="DIR",
+    p.add_argument("out", type=arguments.as_path(arguments.writable_dir), metavar="OUT", help="the merged report directory")
+    p.add_argument("dirs", type=arguments.as_path(arguments.existing_dir), nargs="+", metavar="DIR",
                    help="report directories of `pvchaos run --report-dir` (shards, backends, versions)")
-    p.add_argument("--history", type=Path, default=None, metavar="PREV",
+    p.add_argument("--history", type=arguments.as_path(arguments.existing_dir), default=None, metavar="PREV",
                    help="the previous merged report (or its history/), whose trend this report continues")
     p.add_argument("--no-html", action="store_true", help="no HTML report: results, JUnit, summary and tables only")
 

@@ -16,7 +16,7 @@ import pytest
 
 from pvchaos import moved
 from pvchaos.clusters.backend import Capability
-from pvchaos.clusters.options import Options, add_options, check_feature_gates, from_values
+from pvchaos.clusters.options import Options, add_options, check_feature_gates, check_options, from_values
 from pvchaos.clusters.topology import Topology
 from pvchaos.conformance import invariants
 from pvchaos.kit.canaries import CANARIES
@@ -88,6 +88,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
 def _check_options(config: pytest.Config) -> None:
     """Input a cluster start would refuse is refused once, here, not by every test."""
     opts = from_values(config.getoption, pytest_side=True)
+    try:
+        check_options(opts)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if opts.scale:
         problem = scale_problem(opts, available_memory_mib())
         if problem:

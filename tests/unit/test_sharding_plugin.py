@@ -57,7 +57,8 @@ def test_malformed_shard_is_a_usage_error(pytester: pytest.Pytester, value: str)
     pytester.makepyfile(test_s=SUITE)
     result = pytester.runpytest("-p", "no:cacheprovider", f"--shard={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert f"--shard {value!r}" in result.stderr.str() or f"--shard {value}:" in result.stderr.str()
+    err = result.stderr.str()
+    assert "--shard" in err and value in err, err
 
 
 def test_selection_record_and_names(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,9 +79,13 @@ def test_run_refuses_a_malformed_shard_in_one_line(value: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """Before any build or cluster: `validate` is the first thing `run` does, and nothing is written."""
     from pvchaos.cli import main
-    assert main(["run", "--suites", "reclaim", "--shard", value, "--report-dir", str(tmp_path / "r")]) == 2
+    try:
+        code = main(["run", "--suites", "reclaim", "--shard", value, "--report-dir", str(tmp_path / "r")])
+    except SystemExit as exc:  # refused while parsing the command line
+        code = exc.code
+    assert code == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("pvchaos: --shard") and "\n" not in err
+    assert "--shard" in err and value in err and "\n" not in err, err
     assert not (tmp_path / "r").exists()
 
 
