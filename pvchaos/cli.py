@@ -20,7 +20,7 @@ from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
 from pvchaos.clusters.local.cluster import LocalCluster
-from pvchaos.clusters.local.config import LocalClusterConfig, parse_feature_gates
+from pvchaos.clusters.local.config import PROVISIONER_KINDS, LocalClusterConfig, parse_feature_gates
 from pvchaos.clusters.local.registry import destroy, list_clusters
 from pvchaos.clusters.options import (
     REPO_ROOT,
@@ -32,6 +32,7 @@ from pvchaos.clusters.options import (
 from pvchaos.clusters.topology import Topology
 from pvchaos.runner import run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
+from pvchaos.tools.csi_driver import ensure_csi_driver
 from pvchaos.tools.csi_sidecars import ensure_csi_sidecars
 from pvchaos.tools.docker_engine import EngineError, ensure_engine, stop_engine
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
@@ -49,9 +50,10 @@ def _kind_backend(args: argparse.Namespace) -> KindBackend:
 
 def _cluster_up(args: argparse.Namespace) -> int:
     if args.backend == "kind":
-        if args.disable_controller or args.disable_scheduler_plugin or args.no_provisioner or args.kcm_flag:
+        if (args.disable_controller or args.disable_scheduler_plugin or args.no_provisioner or args.kcm_flag
+                or args.provisioner != "csi"):
             raise ClusterError("cluster up --backend kind: --disable-controller, --disable-scheduler-plugin, "
-                               "--kcm-flag and --no-provisioner are for the local backend")
+                               "--kcm-flag, --no-provisioner and --provisioner are for the local backend")
         handle = _kind_backend(args).up()
         print(f"export KUBECONFIG={handle.kubeconfig}")
         return 0
@@ -62,7 +64,7 @@ def _cluster_up(args: argparse.Namespace) -> int:
         disabled_controllers=tuple(args.disable_controller),
         disabled_scheduler_plugins=tuple(args.disable_scheduler_plugin),
         extra_kcm_flags=tuple(args.kcm_flag),
-        provisioner=not args.no_provisioner,
+        provisioner=not args.no_provisioner, provisioner_kind=args.provisioner,
     )
     handle = LocalCluster(cfg, detached=True).up()
     print(f"export KUBECONFIG={handle.kubeconfig}")
@@ -112,6 +114,7 @@ def _build(args: argparse.Namespace) -> int:
     for name, path in bins.all().items():
         print(f"{name}\t{path}")
     sidecars = ensure_csi_sidecars()  # the local backend's CSI stack runs upstream's sidecars
+    print(f"pvchaos-csi\t{ensure_csi_driver()}")
     print(f"csi-provisioner\t{sidecars.provisioner}")
     print(f"csi-attacher\t{sidecars.attacher}")
     return 0
@@ -193,7 +196,10 @@ def parser() -> argparse.ArgumentParser:
                     type=arguments.component_word)
     up.add_argument("--kcm-flag", action="append", default=[], metavar="FLAG", type=arguments.component_flag,
                     help="an extra kube-controller-manager flag, e.g. --kube-api-qps=100 (repeatable)")
-    up.add_argument("--no-provisioner", action="store_true", help="do not start the zonal test provisioner")
+    up.add_argument("--no-provisioner", action="store_true", help="no dynamic provisioning at all")
+    up.add_argument("--provisioner", choices=PROVISIONER_KINDS, default="csi",
+                    help="csi: upstream's external-provisioner and external-attacher with pvchaos-csi (default); "
+                         "test-double: the old test provisioner, for comparison")
     up.set_defaults(func=_cluster_up)
     down = cl.add_parser("down", help="stop a cluster and remove what it left")
     down.add_argument("--backend", default="local", choices=("local", "kind"))

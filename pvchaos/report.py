@@ -316,6 +316,7 @@ class Ran:
     configurations: dict[str, list[str]]  # component -> distinct flag lines
     gates: dict[str, list[str]]  # component -> distinct gate lines
     warnings: list[str]
+    storage: dict[str, list[str]] = field(default_factory=dict)  # "provisioner" -> distinct values
 
 
 def what_ran(results_dir: Path) -> Ran:
@@ -323,6 +324,7 @@ def what_ran(results_dir: Path) -> Ran:
     configurations: dict[str, list[str]] = {}
     gates: dict[str, list[str]] = {}
     warnings: list[str] = []
+    storage: dict[str, list[str]] = {}
     for path in sorted(Path(results_dir).glob("pvchaos-ran-*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -341,7 +343,10 @@ def what_ran(results_dir: Path) -> Ran:
             text = f"{data.get('cluster')}: {w}"
             if w not in {x.split(": ", 1)[-1] for x in warnings}:
                 warnings.append(text)
-    return Ran(configurations, gates, warnings)
+        for key, value in sorted((data.get("storage") or {}).items()):
+            if value not in storage.setdefault(key, []):
+                storage[key].append(value)
+    return Ran(configurations, gates, warnings, storage)
 
 
 def ran_environment(ran: Ran) -> dict[str, str]:
@@ -352,6 +357,8 @@ def ran_environment(ran: Ran) -> dict[str, str]:
         env[f"{component} feature gates (as run)"] = " | ".join(ran.gates.get(component, []))
     if ran.warnings:
         env["command-line warnings"] = " | ".join(ran.warnings)
+    for key, values in ran.storage.items():
+        env[key] = " | ".join(values)
     return env
 
 

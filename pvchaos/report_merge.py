@@ -271,6 +271,8 @@ def merge(out: Path, directories: Sequence[Path], history: Path | None = None, h
     lay = report.layout(out)
     for stale in (lay.results, out / "parts"):
         shutil.rmtree(stale, ignore_errors=True)
+    for table in ("backends.md", "versions.md"):  # a previous merge's, of other dimensions
+        (out / table).unlink(missing_ok=True)
     lay.results.mkdir(parents=True)
     many = [d for d, values in (("backend", the_plan.backends), ("kubernetes", the_plan.versions)) if len(values) > 1]
     junit: list[tuple[str, ET.Element]] = []

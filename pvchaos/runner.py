@@ -32,6 +32,8 @@ from pvchaos.drivers.profile import load_profile
 from pvchaos.results import merge_into
 from pvchaos.shard import parse_shard
 from pvchaos.tools.build import ensure_binaries, served_releases
+from pvchaos.tools.csi_driver import ensure_csi_driver
+from pvchaos.tools.csi_sidecars import ensure_csi_sidecars
 from pvchaos.tools.docker_engine import Engine, stop_engine
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
@@ -200,6 +202,8 @@ def run(req: Options) -> int:
     engine = None
     if req.backend == "local":
         ensure_binaries(req.k8s_version or DEFAULT_K8S_VERSION)
+        ensure_csi_sidecars()  # the CSI stack every local cluster runs: built before any worker needs it
+        ensure_csi_driver()
         check_gates(req)
     if req.backend == "kind":
         engine = prepare_kind(req)

@@ -49,10 +49,10 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     node = pod["spec"]["nodeName"]
     claim = ws.get("PersistentVolumeClaim", "data") or {}
     pv = ws.get("PersistentVolume", claim["spec"]["volumeName"]) or {}
-    path = ((pv.get("spec") or {}).get("hostPath") or {}).get("path")
-    x.expect(bool(path), "the provisioned PV is a directory on the node (hostPath)", pv, ws=ws)
     faults = ws.cluster.faults
-    assert faults is not None and hasattr(faults, "node_exec")
+    assert faults is not None and hasattr(faults, "node_exec") and hasattr(faults, "volume_dir")
+    path = faults.volume_dir(pv)  # kind: the CSI driver's node-local directory inside the node
+    x.expect(path, "the provisioned PV's data is a directory on the node", pv, ws=ws)
     written = faults.node_exec(node, f"cat {path}/marker")
     x.expect(len(written) == 36, f"the pod wrote its marker into {path} on {node}", pod, ws=ws)
 

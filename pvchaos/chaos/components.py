@@ -1,14 +1,16 @@
-"""Control-plane restarts: stop kube-scheduler or kube-controller-manager and start it
-again with the same command line (local backend)."""
+"""Control-plane restarts: stop kube-scheduler, kube-controller-manager, the test double
+or a CSI process (the driver's controller service, either sidecar; e.g. after the
+`crash` knob) and start it again with the same command line (local backend)."""
 
 from __future__ import annotations
 
 import allure
 
+from pvchaos.clusters import csi
 from pvchaos.clusters.backend import ClusterHandle
 from pvchaos.kube.cleanup import Cleanup
 
-RESTARTABLE = ("kube-scheduler", "kube-controller-manager", "provisioner")
+RESTARTABLE = ("kube-scheduler", "kube-controller-manager", "provisioner", *csi.COMPONENTS)
 
 
 @allure.step("stop {component}")

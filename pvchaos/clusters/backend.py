@@ -34,6 +34,9 @@ class Capability(StrEnum):
     OWNED = "owned"  # the harness created this cluster and may disturb it
     EPHEMERAL_STORAGE = "ephemeral-storage"  # nodes report ephemeral-storage allocatable
     REAL_KUBELET = "real-kubelet"  # pods really run and mount their volumes (kind)
+    # dynamic volumes go through attach: kube-controller-manager's attach/detach controller
+    # creates VolumeAttachments and a CSI attacher attaches them (the harness's CSI stack)
+    ATTACH = "attach"
     # the harness's own provisioners, which fail on pvchaos.dev/fail-* class parameters
     # (docs/writing-suites.md#making-provisioning-fail); never a profile's driver
     PROVISIONING_FAILURES = "provisioning-failures"

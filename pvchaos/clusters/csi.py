@@ -66,6 +66,10 @@ class CsiOptions:
     immediate_topology: bool = True  # provisioner --immediate-topology (upstream default on)
     capacity_tracking: bool = False  # --enable-capacity, and CSIDriver storageCapacity
     max_volumes_per_node: int = 64  # CSINode allocatable.count (the node plugin's NodeGetInfo)
+    capacity_poll_seconds: int = 2  # --capacity-poll-interval: how stale a CSIStorageCapacity may get
+    # --feature-gates=Topology: off, the provisioner sends no accessibility requirements
+    # (a deployment that forgot it; only the self-checks turn it off)
+    topology: bool = True
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 1:
@@ -84,7 +88,7 @@ class CsiPaths:
 
     @property
     def socket(self) -> Path:
-        return self.root / "controller.sock"
+        return self.root / "c.sock"  # short: a unix socket path has room for 107 bytes
 
     @property
     def state_file(self) -> Path:
@@ -111,7 +115,7 @@ def paths_for(cluster_dir: Path) -> CsiPaths:
     """The stack's paths under a cluster's directory. A unix socket path has room for
     107 bytes; a deeper directory is refused here rather than by the driver."""
     paths = CsiPaths(cluster_dir)
-    if len(str(paths.socket)) > 100:
+    if len(str(paths.socket).encode()) > 107:
         raise ClusterError(f"CSI socket path {paths.socket} is longer than a unix socket allows; "
                            "use a shorter PVCHAOS_STATE_DIR")
     return paths
@@ -127,13 +131,15 @@ def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None
 
 def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: CsiOptions) -> list[str]:
     argv = [str(binary), f"--csi-address={paths.socket}", f"--kubeconfig={kubeconfig}", "--leader-election=false",
-            "--feature-gates=Topology=true", f"--strict-topology={str(options.strict_topology).lower()}",
+            f"--feature-gates=Topology={str(options.topology).lower()}",
+            f"--strict-topology={str(options.strict_topology).lower()}",
             f"--immediate-topology={str(options.immediate_topology).lower()}", "--extra-create-metadata",
             f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
             f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",
             "--v=4"]
     if options.capacity_tracking:
-        argv += ["--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s"]
+        argv += ["--enable-capacity", "--capacity-ownerref-level=-1",
+                 f"--capacity-poll-interval={options.capacity_poll_seconds}s"]
     return argv
 
 

@@ -36,6 +36,7 @@ from typing import Any
 from pvchaos.clusters import csi
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.topology import HOSTNAME_KEY, NodeSpec, Topology
+from pvchaos.kube import kinds
 from pvchaos.kube.client import Kube, connect
 from pvchaos.tools.docker_engine import Engine, docker, last_line
 
@@ -177,8 +178,8 @@ def await_registration(kube: Kube, engine: Engine, containers: Mapping[str, str]
     missing: list[str] = sorted(containers)
     while True:
         try:
-            found = {n.metadata.name: kube.api.sanitize_for_serialization(n)
-                     for n in kube.storage.list_csi_node().items}
+            # as dicts: the typed client refuses a CSINode with `drivers: null` (the control plane's)
+            found = {n["metadata"]["name"]: n for n in kinds.list_objects(kube, "CSINode")[0]}
         except Exception as exc:  # noqa: BLE001 - the apiserver may blink; the deadline decides
             found, last_error = {}, f"{type(exc).__name__}: {exc}"
         else:
@@ -208,6 +209,6 @@ def create_csi_driver(kubeconfig: Path, options: csi.CsiOptions) -> None:
     """The CSIDriver object (attach required, so VolumeAttachments are made and served)."""
     kube = connect(kubeconfig)
     try:
-        kube.storage.create_csi_driver(body=csi.csi_driver_object(options))
+        kube.storage.create_csi_driver(body=csi.csi_driver_object(options), _preload_content=False)
     finally:
         kube.api.close()

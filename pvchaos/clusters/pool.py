@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
+from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.existing import ExistingBackend
 from pvchaos.clusters.kind import KindBackend
 from pvchaos.clusters.local.cluster import LocalCluster, local_capabilities, missing_details
@@ -57,6 +58,13 @@ class ClusterRequest:
     client_qps: int = 0  # kcm and scheduler client QPS/burst (LocalClusterConfig); 0: defaults
     client_burst: int = 0
     nodes_to_score_percent: int = 0  # the scheduler's percentageOfNodesToScore; 0: its default
+    # The CSI stack (pvchaos/clusters/csi.py CsiOptions): capacity tracking, the provisioner's
+    # --strict-topology and --immediate-topology, and each node's CSINode volume limit.
+    csi_capacity_tracking: bool = False
+    csi_strict_topology: bool = False
+    csi_immediate_topology: bool = True
+    csi_max_volumes_per_node: int = 0  # 0: the stack's default
+    csi_capacity_poll_seconds: int = 0  # 0: the stack's default
 
     @classmethod
     def from_marker(cls, kwargs: dict[str, Any]) -> ClusterRequest:
@@ -108,6 +116,11 @@ class ClusterPool:
             client_qps=request.client_qps, client_burst=request.client_burst,
             nodes_to_score_percent=request.nodes_to_score_percent,
         )
+        cfg = replace(cfg, csi=CsiOptions(
+            strict_topology=request.csi_strict_topology, immediate_topology=request.csi_immediate_topology,
+            capacity_tracking=request.csi_capacity_tracking,
+            max_volumes_per_node=request.csi_max_volumes_per_node or CsiOptions().max_volumes_per_node,
+            capacity_poll_seconds=request.csi_capacity_poll_seconds or CsiOptions().capacity_poll_seconds))
         cfg = sized(cfg)
         if request.node_monitor_grace_seconds:
             cfg = replace(cfg, node_monitor_grace_seconds=request.node_monitor_grace_seconds)

@@ -34,6 +34,9 @@ MESSAGES: Mapping[str, Rows] = {
     "NODE_UNSCHEDULABLE": ((0, "node(s) were unschedulable"),),  # nodeunschedulable.go
     "POD_AFFINITY_MISMATCH": ((0, "didn't match Pod's node affinity/selector"),),  # nodeaffinity.go
     "VOLUME_ZONE_CONFLICT": ((0, "node(s) had no available volume zone"),),  # volumezone.go ErrReasonConflict
+    # volumerestrictions.go ErrReasonReadWriteOncePodConflict (1.35.4 source).
+    "RWOP_CONFLICT": ((0, "PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"),),
+    "MAX_VOLUME_COUNT": ((0, "node(s) exceed max volume count"),),  # nodevolumelimits/csi.go ErrReasonMaxVolumeCountExceeded
     "INSUFFICIENT_EPHEMERAL": ((0, "Insufficient ephemeral-storage"),),  # noderesources/fit.go
     "INSUFFICIENT_CPU": ((0, "Insufficient cpu"),),  # noderesources/fit.go: "Insufficient " + resource name
     "INSUFFICIENT_MEMORY": ((0, "Insufficient memory"),),
@@ -78,6 +81,9 @@ MESSAGES: Mapping[str, Rows] = {
 }
 
 REASONS: Mapping[str, str] = {
+    "RWOP_CONFLICT": "FailedScheduling",
+    "MAX_VOLUME_COUNT": "FailedScheduling",
+    "VOLUME_ZONE_CONFLICT": "FailedScheduling",
     "NODE_AFFINITY_CONFLICT": "FailedScheduling",
     "NO_PV_TO_BIND": "FailedScheduling",
     "UNBOUND_IMMEDIATE": "FailedScheduling",

@@ -239,6 +239,21 @@ def _inter_pod(f: Mapping[str, Any]) -> list[Fix]:
                 ("kubectl get pods -A --show-labels -o wide", _edit_pod(f, "spec.affinity.podAffinity/podAntiAffinity")))]
 
 
+def _volume_limit(f: Mapping[str, Any]) -> list[Fix]:
+    return [Fix("the nodes it could run on already hold as many volumes of the CSI driver as their CSINode "
+                "allows (allocatable.count, from the driver's NodeGetInfo max_volumes_per_node): free a volume "
+                "there (move or delete a pod using one), add nodes, or raise the driver's limit",
+                ("kubectl get csinode -o custom-columns=NODE:.metadata.name,"
+                 "LIMITS:.spec.drivers[*].allocatable.count", "kubectl get volumeattachments"))]
+
+
+def _rwop_in_use(f: Mapping[str, Any]) -> list[Fix]:
+    return [Fix("a ReadWriteOncePod claim of the pod is used by another pod, anywhere in the cluster: delete or "
+                "finish that pod, or give this pod a higher priorityClassName (the scheduler then preempts the "
+                "holder)",
+                (f"kubectl get pods {_ns(f)} -o wide",))]
+
+
 def _spread(f: Mapping[str, Any]) -> list[Fix]:
     return [Fix("the pod's topologySpreadConstraints (DoNotSchedule) cannot be met: raise maxSkew, use "
                 "whenUnsatisfiable: ScheduleAnyway, or add nodes in the missing domains; nodes without the "
@@ -285,6 +300,8 @@ FIXES: Mapping[str, Callable[[Mapping[str, Any]], list[Fix]]] = {
     "INSUFFICIENT_RESOURCES": _resources,
     "INTER_POD_AFFINITY": _inter_pod,
     "TOPOLOGY_SPREAD": _spread,
+    "VOLUME_LIMIT_EXCEEDED": _volume_limit,
+    "RWOP_CLAIM_IN_USE": _rwop_in_use,
     "UNMODELED_FILTER": _unmodeled,
     "NODE_NAME_MISSING": _node_name_missing,
     "NO_SCHEDULER": _no_scheduler,

@@ -42,7 +42,8 @@ UNMODELED: tuple[tuple[str, str, str], ...] = (
     ("didn't satisfy existing pods anti-affinity rules", "InterPodAffinity", "INTER_POD_AFFINITY"),
     ("topology spread constraints", "PodTopologySpread", "TOPOLOGY_SPREAD"),  # podtopologyspread/filtering.go
     ("free ports for the requested pod ports", "NodePorts", "UNMODELED_FILTER"),
-    ("exceed max volume count", "NodeVolumeLimits", "UNMODELED_FILTER"),
+    ("exceed max volume count", "NodeVolumeLimits", "VOLUME_LIMIT_EXCEEDED"),  # nodevolumelimits/csi.go
+    ("ReadWriteOncePod access mode already in-use", "VolumeRestrictions", "RWOP_CLAIM_IN_USE"),  # volumerestrictions
 )
 """Reasons of filters explain does not judge per node, with the code a cause from them gets.
 A reason not listed is still a cause (``UNMODELED_FILTER``), never a silent "fits"."""

@@ -37,6 +37,10 @@ class Kube:
         return client.CoordinationV1Api(self.api)
 
     @property
+    def scheduling(self) -> client.SchedulingV1Api:
+        return client.SchedulingV1Api(self.api)
+
+    @property
     def version(self) -> client.VersionApi:
         return client.VersionApi(self.api)
 

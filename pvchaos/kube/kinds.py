@@ -56,6 +56,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("CSIStorageCapacity", "storage", "csi_storage_capacity", True),
     Kind("StatefulSet", "apps", "stateful_set", True),
     Kind("Lease", "coordination", "lease", True),
+    Kind("PriorityClass", "scheduling", "priority_class", False),
 )}
 
 

@@ -17,6 +17,9 @@ from pvchaos.conformance import command_lines as cl
 from pvchaos.kube.client import Kube
 
 PREFIX = "pvchaos-ran-"  # <alluredir>/pvchaos-ran-<cluster>.json; Allure ignores such files
+# Description rows of a cluster that say what provisioned its volumes (clusters/csi.py
+# `description`, or the test double's): shown in the report's environment as well.
+STORAGE_KEYS = ("provisioner", "external-attacher", "csi options", "csi retry interval")
 _recorded: set[str] = set()
 
 
@@ -33,6 +36,8 @@ def record(config: pytest.Config, handle: ClusterHandle, kube: Kube) -> Path | N
         warnings += cl.warnings(component, argv, handle.description)
     path = Path(results) / f"{PREFIX}{handle.name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
+    storage = {k: v for k, v in handle.description.items() if k in STORAGE_KEYS}  # which provisioner ran
     path.write_text(json.dumps({"cluster": handle.name, "backend": handle.backend, "kubernetes": handle.k8s_version,
-                                "components": components, "warnings": warnings}, indent=1), encoding="utf-8")
+                                "components": components, "warnings": warnings, "storage": storage}, indent=1),
+                    encoding="utf-8")
     return path

@@ -553,3 +553,32 @@ def test_wffc_class_pinned_outside_and_missing_claim(ws: Workspace) -> None:
     e = explained(ws, "app", None)
     assert [c.code for c in e.causes] == ["CLAIM_MISSING", "PINNED_OUTSIDE_ALLOWED_TOPOLOGIES"]
     agrees(e)
+
+
+def test_read_write_once_pod_claim_held_by_another_pod(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    ws.create(b.persistent_volume(ws.name("rwop"), "1Gi", access_modes=("ReadWriteOncePod",), labels=ws.case_labels))
+    ws.create(b.persistent_volume_claim("data", "1Gi", "", access_modes=("ReadWriteOncePod",),
+                                        selector={"matchLabels": ws.case_labels}))
+    ws.create(b.pod("holder", ("data",)))
+    x.pod_runs(ws, "holder")
+    ws.create(b.pod("app", ("data",)))
+    e = explained(ws, "app", "RWOP_CONFLICT")
+    assert [c.code for c in e.causes] == ["RWOP_CLAIM_IN_USE"]
+    code, _ = exit_code(ws, "app", capsys)
+    assert code == 1
+
+
+@pytest.mark.needs("attach", "dynamic-zonal")
+@pytest.mark.cluster(csi_max_volumes_per_node=1)
+def test_node_at_its_csi_volume_limit(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    node = ws.node()
+    sc = ws.storage_class("limit", "WaitForFirstConsumer")
+    ws.create(b.persistent_volume_claim("first", "1Gi", sc))
+    ws.create(b.pod("first", ("first",), node_selector=ws.pin(node)))
+    x.pod_runs(ws, "first")
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    ws.create(b.pod("app", ("data",), node_selector=ws.pin(node)))
+    e = explained(ws, "app", "MAX_VOLUME_COUNT")
+    assert "VOLUME_LIMIT_EXCEEDED" in [c.code for c in e.causes], [c.code for c in e.causes]
+    code, _ = exit_code(ws, "app", capsys)
+    assert code == 1

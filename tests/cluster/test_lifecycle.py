@@ -26,8 +26,9 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
+from pvchaos.clusters.csi import DRIVER_NAME
 from pvchaos.clusters.local import cluster as cluster_module
-from pvchaos.clusters.local.cluster import ZONAL_PROVISIONER, LocalCluster
+from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import CONTROLLER_LABEL, LocalClusterConfig
 from pvchaos.clusters.local.registry import ClusterState, sweep_orphans
 from pvchaos.clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
@@ -196,7 +197,7 @@ def test_up_gives_ready_zoned_nodes_and_down_leaves_nothing() -> None:
                 assert labels.get(key), f"{name_of(n)} lacks label {key}: {labels}"
             assert {"cpu", "memory", "pods", "ephemeral-storage"} <= set(n["status"].get("allocatable") or {})
         assert {zone_of(n) for n in nodes} == {"zone-a", "zone-b", "zone-c"}
-        assert len(pids) == 4 + len(cfg.topology.zones) + 1  # control plane, one KWOK per zone, provisioner
+        assert len(pids) == 4 + len(cfg.topology.zones) + 3  # control plane, one KWOK per zone, CSI controller + 2 sidecars
         for n in nodes:  # each node has an address and pod range of its own
             assert (n["metadata"].get("labels") or {}).get(CONTROLLER_LABEL) == zone_of(n)
         assert len({n["status"]["addresses"][0]["address"] for n in nodes}) == len(nodes)
@@ -238,7 +239,9 @@ def test_profile_driver_copies_an_existing_class(zoned: Running) -> None:
 @pytest.mark.slow
 def test_wait_for_first_consumer_pv_follows_the_pods_zone(zoned: Running) -> None:
     with workspace(zoned, "wffc") as ws:
-        sc = ws.create(builders.storage_class(ws.name("wffc"), ZONAL_PROVISIONER))["metadata"]["name"]
+        provisioner = zoned.handle.zonal_class_provisioner
+        assert provisioner == DRIVER_NAME  # CSI by default: tests/cluster/test_csi_local.py
+        sc = ws.create(builders.storage_class(ws.name("wffc"), provisioner))["metadata"]["name"]
         ws.create(builders.persistent_volume_claim("data", "1Gi", sc))
         ws.create(builders.pod("app", claims=("data",)))
         pod = wait_for(ws.kube, "Pod", "app", pod_running, "Running", ws.namespace, timeout=60,
@@ -250,14 +253,14 @@ def test_wait_for_first_consumer_pv_follows_the_pods_zone(zoned: Running) -> Non
         assert node is not None and pv is not None
         terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
         assert terms == [{"matchExpressions": [{"key": ZONE_KEY, "operator": "In", "values": [zone_of(node)]}]}]
-        assert pv["spec"]["csi"]["driver"] == ZONAL_PROVISIONER
+        assert pv["spec"]["csi"]["driver"] == DRIVER_NAME
 
 
 @pytest.mark.slow
 def test_immediate_claims_land_only_in_allowed_zones(zoned: Running) -> None:
     allowed = ["zone-a", "zone-c"]
     with workspace(zoned, "immediate") as ws:
-        sc = ws.create(builders.storage_class(ws.name("imm"), ZONAL_PROVISIONER, binding_mode="Immediate",
+        sc = ws.create(builders.storage_class(ws.name("imm"), DRIVER_NAME, binding_mode="Immediate",
                                               allowed_zones=allowed))["metadata"]["name"]
         claims = [f"c{i}" for i in range(6)]
         for c in claims:
@@ -454,7 +457,7 @@ class Probe:
         directory = self.state_dir / data["state"]["name"]
         pids = {c: int(p["pid"]) for c, p in data["state"]["processes"].items()}
         assert sorted(data["alive"]) == sorted(pids), f"cluster not fully running: {data['alive']}"
-        assert len(pids) == 6  # etcd, apiserver, controller-manager, scheduler, one KWOK, provisioner
+        assert len(pids) == 8  # etcd, apiserver, controller-manager, scheduler, one KWOK, CSI controller + 2 sidecars
         return directory, pids
 
 

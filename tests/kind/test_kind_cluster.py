@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pvchaos.clusters import kind_csi
 from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
 from pvchaos.clusters.kind import KindBackend, KindFaults, sweep_orphaned_kind_clusters
 from pvchaos.clusters.topology import Topology
@@ -127,7 +128,7 @@ metadata: {{name: {ns}}}
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {{name: {ns}-zonal}}
-provisioner: zonal.csi.pvchaos.dev
+provisioner: {handle.zonal_class_provisioner}
 volumeBindingMode: WaitForFirstConsumer
 ---
 apiVersion: v1
@@ -161,7 +162,9 @@ spec:
         assert terms[0]["matchExpressions"][0]["values"] == ["zone-b"]
         faults = handle.faults
         assert isinstance(faults, KindFaults)
-        assert faults.node_exec("zone-b-1", f"cat {spec['hostPath']['path']}/f") == "written-by-pod"
+        assert spec["csi"]["driver"] == handle.zonal_class_provisioner  # CSI: tests/kind/test_kind_csi.py
+        path = f"{kind_csi.NODE_ZONE_DIR}/{spec['csi']['volumeHandle']}"
+        assert faults.node_exec("zone-b-1", f"cat {path}/f") == "written-by-pod"
     finally:
         kubectl(handle, "delete", "-f", str(manifest), "--wait=false")
 

@@ -22,8 +22,9 @@ CHAOS_BREAKAGE = ("tests.selfcheck.chaos_breakage", "PVCHAOS_CHAOS_BREAK")
 # breakage -> (plugin module, environment variable)
 PLUGIN_OF: dict[str, tuple[str, str]] = {
     **{b: BROKEN_CLUSTER for b in ("volumebinding", "pv-binder", "provisioner", "nodeaffinity",
-                                   "noderesourcesfit", "pod-gc", "zone-threshold", "slow-node-monitor", "gate-on",
-                                   "apiserver-gate-off",
+                                   "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach",
+                                   "no-capacity-tracking", "csi-no-topology", "nodevolumelimits", "pod-gc",
+                                   "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }
@@ -48,6 +49,7 @@ def _none(why: str) -> Entry:
 BM, CR, LC, LV = "test_binding_modes", "test_component_restart", "test_label_changes", "test_local_volumes"
 NF, PM, RK, RC = "test_node_failure", "test_pv_affinity_mutation", "test_real_kubelet", "test_reclaim"
 SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
+VP, AD, CA, CT = "test_volume_plugins", "test_attach_detach", "test_capacity", "test_csi_topology"
 RS = "test_rescheduling"
 
 _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
@@ -128,6 +130,37 @@ TABLE: dict[str, Entry] = {
     f"{SB}::test_volume_name_binds_that_pv_not_the_smallest": _e("pv-binder", _PV_BINDER_WHY),
     **{f"{SB}::test_volume_name_mismatch_is_reported[{case}]": _e("pv-binder", _PV_BINDER_WHY)
        for case in _MISMATCH_CASES},
+    f"{CT}::test_selected_node_without_the_driver_has_no_topology": _e(
+        "csi-no-topology", "without the Topology gate the provisioner never looks at CSINode and provisions anyway"),
+    f"{CT}::test_no_node_with_the_driver_means_no_available_topology": _e(
+        "csi-no-topology", "without the Topology gate an Immediate claim is provisioned with no requirements"),
+    f"{CT}::test_strict_topology_narrows_the_requisite[default]": _e(
+        "csi-no-topology", "without the Topology gate CreateVolume carries no requisite at all"),
+    f"{CT}::test_strict_topology_narrows_the_requisite[strict]": _e(
+        "csi-no-topology", "without the Topology gate CreateVolume carries no requisite at all"),
+    f"{CT}::test_node_at_its_volume_limit_takes_no_more": _e(
+        "nodevolumelimits", "NodeVolumeLimits is what reads the CSINode allocatable count"),
+    f"{CA}::test_capacity_objects_follow_the_driver": _e(
+        "no-capacity-tracking", "the external-provisioner publishes CSIStorageCapacity only with capacity tracking on"),
+    f"{CA}::test_full_zone_is_filtered_out": _e(
+        "no-capacity-tracking", "without capacity objects the scheduler cannot tell the zone is full"),
+    f"{CA}::test_every_zone_full_leaves_the_pod_pending": _e(
+        "no-capacity-tracking", "without capacity objects no capacity reason is ever given"),
+    f"{CA}::test_stale_capacity_reschedules_to_another_zone": _e(
+        "no-capacity-tracking", "without capacity objects the scheduler keeps choosing the preferred full zone"),
+    f"{AD}::test_volume_attachment_timeline": _e(
+        "attach-detach", "the attach/detach controller creates the VolumeAttachment the attacher attaches"),
+    f"{AD}::test_lost_node_keeps_the_volume_until_the_out_of_service_taint": _none(
+        "runs on the kind backend only (a real kubelet reports the volume in use); this matrix breaks local clusters"),
+    f"{VP}::test_read_write_once_pod_claim_admits_one_pod": _e(
+        "volumerestrictions", "VolumeRestrictions is what keeps a second pod off a ReadWriteOncePod claim in use"),
+    f"{VP}::test_higher_priority_pod_preempts_the_read_write_once_pod_holder": _e(
+        "volumerestrictions", "without VolumeRestrictions the urgent pod schedules beside the holder, nothing is preempted"),
+    f"{VP}::test_zone_labels_without_node_affinity_place_the_pod[anywhere]": _e(
+        "volumezone", "VolumeZone is what keeps the pods in the zone their PV is labelled with (without it, four pods all "
+        "land there by chance once in 81 runs on three zones)"),
+    f"{VP}::test_zone_labels_without_node_affinity_place_the_pod[pinned-to-another-zone]": _e(
+        "volumezone", "VolumeZone rejects nodes outside the PV's zone label"),
     f"{ZO}::test_single_zone_outage_evicts_that_zone": _e(
         "taint-eviction", "the taint-eviction controller evicts the down zone's pods"),
     f"{ZO}::test_all_zones_down_evicts_nothing": _e(

@@ -19,8 +19,20 @@ Breakages (what a real cluster gets wrong, made on purpose):
   tests skip ("backend local: no dynamic-zonal"), which proves nothing.
 - `nodeaffinity`: kube-scheduler without its NodeAffinity plugin: nodeSelector and node
   affinity of pods are ignored;
+- `volumerestrictions`: kube-scheduler without VolumeRestrictions: a ReadWriteOncePod claim
+  in use no longer keeps a second pod away (and preemption has no reason to act);
+- `volumezone`: kube-scheduler without VolumeZone: the zone labels of PVs without
+  nodeAffinity are ignored;
 - `noderesourcesfit`: kube-scheduler without NodeResourcesFit: requests beyond a node's
   allocatable (ephemeral storage included) no longer keep a pod off it;
+- `attach-detach`: kube-controller-manager without `persistentvolume-attach-detach-controller`:
+  no VolumeAttachment is ever created, so CSI volumes are never attached;
+- `no-capacity-tracking`: the CSI stack runs without capacity tracking (no
+  `--enable-capacity`, `storageCapacity: false`) where a test asked for it;
+- `csi-no-topology`: the external-provisioner runs with `--feature-gates=Topology=false`, so
+  CreateVolume gets no accessibility requirements (a deployment that forgot the gate);
+- `nodevolumelimits`: kube-scheduler without NodeVolumeLimits: CSINode allocatable counts
+  are ignored;
 - `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
   force-deletes the pods of a node with the out-of-service taint;
 - `zone-threshold`: kube-controller-manager with `--unhealthy-zone-threshold=1`, so a zone
@@ -67,6 +79,7 @@ BREAK_ENV = "PVCHAOS_BREAK"
 PV_BINDER = "persistentvolume-binder-controller"  # kube-controller-manager 1.35 --controllers name
 
 POD_GC = "pod-garbage-collector-controller"
+ATTACH_DETACH = "persistentvolume-attach-detach-controller"  # the 1.35 name
 GATE = "MutablePVNodeAffinity"
 
 BREAKAGES: dict[str, str] = {
@@ -75,7 +88,13 @@ BREAKAGES: dict[str, str] = {
     "provisioner": "external-provisioner (or the test double) stopped after cluster start",
     "nodeaffinity": "kube-scheduler without the NodeAffinity plugin",
     "noderesourcesfit": "kube-scheduler without the NodeResourcesFit plugin",
+    "volumerestrictions": "kube-scheduler without the VolumeRestrictions plugin",
+    "volumezone": "kube-scheduler without the VolumeZone plugin",
     "pod-gc": f"kube-controller-manager without {POD_GC}",
+    "attach-detach": f"kube-controller-manager without {ATTACH_DETACH}",
+    "no-capacity-tracking": "the CSI stack without capacity tracking where a test asked for it",
+    "csi-no-topology": "external-provisioner with --feature-gates=Topology=false",
+    "nodevolumelimits": "kube-scheduler without the NodeVolumeLimits plugin",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "slow-node-monitor": "kube-controller-manager with --node-monitor-grace-period=40s appended (8s declared)",
     "gate-on": f"{GATE} on where a test asked for it off",
@@ -84,8 +103,9 @@ BREAKAGES: dict[str, str] = {
     "upgrade-pv-binder": f"kube-controller-manager upgraded without {PV_BINDER}",
 }
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
-                     "noderesourcesfit": "NodeResourcesFit"}
-_CONTROLLER = {"pv-binder": PV_BINDER, "pod-gc": POD_GC}
+                     "noderesourcesfit": "NodeResourcesFit", "volumerestrictions": "VolumeRestrictions",
+                     "volumezone": "VolumeZone", "nodevolumelimits": "NodeVolumeLimits"}
+_CONTROLLER = {"pv-binder": PV_BINDER, "pod-gc": POD_GC, "attach-detach": ATTACH_DETACH}
 
 def breakage() -> str | None:
     """The breakage asked for in the environment; a typo is a usage error, not a no-op."""
@@ -106,6 +126,10 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, disabled_controllers=tuple(dict.fromkeys((*cfg.disabled_controllers, _CONTROLLER[what]))))
     if what == "zone-threshold":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
+    if what == "csi-no-topology":
+        return replace(cfg, csi=replace(cfg.csi, topology=False))
+    if what == "no-capacity-tracking":
+        return replace(cfg, csi=replace(cfg.csi, capacity_tracking=False))
     if what == "slow-node-monitor":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--node-monitor-grace-period=40s"))
     if what == "gate-on" and cfg.feature_gates.get(GATE) is False:

@@ -6,11 +6,13 @@ Which component to break: in 1.35 the PV controller removes
 (pkg/controller/volume/persistentvolume/pv_controller.go, provisionClaimOperation ->
 rescheduleProvisioning); for an external provisioner, which every CSI driver and the
 harness's test provisioners are, the provisioner removes it (sig-storage-lib-external-
-provisioner's rescheduleProvisioning, here pvchaos/tools/provisioner/reschedule.go). Disabling
+provisioner's rescheduleProvisioning, inside upstream's external-provisioner). Disabling
 the persistentvolume-binder controller would stop provisioning itself, so that cluster
 would fail every dynamic test and prove nothing about rescheduling. The breakage made
-here is the one that matters: a provisioner started with `-reschedule=off` (broken_cluster
-`no-reschedule`), which fails as asked and leaves the annotation in place.
+here is the one that matters: a provisioner that fails as asked and leaves the annotation
+in place. Upstream's external-provisioner has no switch for that, so the broken cluster
+runs the old test double with `-reschedule=off` instead of CSI (broken_cluster
+`no-reschedule`); the healthy control runs CSI, as every cluster does by default.
 
 Expected: the WaitForFirstConsumer test fails at the wait for the annotation to be given
 back (ConditionNotReached naming it), the Immediate test still passes (no selected node

@@ -160,9 +160,9 @@ def test_the_allure_results_directory_itself_is_accepted(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(("make", "words"), [
-    (lambda p: p / "missing", "REPORT_DIR_A {p}/missing: no such directory"),
+    (lambda p: p / "missing", "REPORT_DIR_A: {p}/missing: no such directory"),
     (lambda p: p, "REPORT_DIR_A {p}: not a pvchaos report (expected allure-results/ with *-result.json files"),
-    (lambda p: (p / "f.txt").write_text("x") and p / "f.txt", "REPORT_DIR_A {p}/f.txt: not a directory"),
+    (lambda p: (p / "f.txt").write_text("x") and p / "f.txt", "REPORT_DIR_A: {p}/f.txt: not a directory"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                          make, words: str) -> None:

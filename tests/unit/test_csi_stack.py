@@ -22,7 +22,7 @@ BINS = csi.CsiBinaries(Path("/bin/pvchaos-csi"), Path("/bin/csi-provisioner"), P
 def test_the_controller_runs_the_drivers_fixed_cli_in_the_clusters_directory() -> None:
     paths = csi.paths_for(D)
     assert csi.controller_args(BINS.driver, paths) == [
-        "/bin/pvchaos-csi", "controller", "--endpoint=unix:///state/c1/csi/controller.sock",
+        "/bin/pvchaos-csi", "controller", "--endpoint=unix:///state/c1/csi/c.sock",
         "--driver-name=csi.pvchaos.dev", "--state-file=/state/c1/csi/state.json",
         "--calls-log=/state/c1/csi/calls.jsonl", "--data-root=/state/c1/csi/data", "--control-dir=/state/c1/csi/control"]
     assert paths.log("csi-attacher") == D / "logs" / "csi-attacher.log", "beside the cluster's other logs"
@@ -30,7 +30,7 @@ def test_the_controller_runs_the_drivers_fixed_cli_in_the_clusters_directory() -
 
 def test_provisioner_flags_follow_the_options_and_upstream_defaults() -> None:
     argv = csi.provisioner_args(BINS.provisioner, csi.paths_for(D), D / "kubeconfig", csi.CsiOptions())
-    for flag in ("--csi-address=/state/c1/csi/controller.sock", "--kubeconfig=/state/c1/kubeconfig",
+    for flag in ("--csi-address=/state/c1/csi/c.sock", "--kubeconfig=/state/c1/kubeconfig",
                  "--leader-election=false", "--feature-gates=Topology=true", "--strict-topology=false",
                  "--immediate-topology=true", "--extra-create-metadata", "--retry-interval-start=250ms",
                  "--retry-interval-max=5s"):
@@ -46,7 +46,7 @@ def test_provisioner_flags_follow_the_options_and_upstream_defaults() -> None:
 def test_attacher_flags() -> None:
     argv = csi.attacher_args(BINS.attacher, csi.paths_for(D), D / "kubeconfig")
     assert argv[0] == "/bin/csi-attacher"
-    assert {"--csi-address=/state/c1/csi/controller.sock", "--kubeconfig=/state/c1/kubeconfig",
+    assert {"--csi-address=/state/c1/csi/c.sock", "--kubeconfig=/state/c1/kubeconfig",
             "--leader-election=false", "--timeout=15s", "--retry-interval-start=250ms"} <= set(argv)
 
 
@@ -78,6 +78,7 @@ def test_bad_options_and_too_deep_a_socket_are_refused() -> None:
         csi.CsiOptions(max_volumes_per_node=0)
     with pytest.raises(ClusterError, match="longer than a unix socket allows"):
         csi.paths_for(Path("/" + "d" * 100))
+    assert len(str(csi.paths_for(Path("/" + "d" * 95)).socket)) == 107  # the longest a socket may be
 
 
 def _fake(tmp: Path, name: str, script: str) -> Path:
@@ -122,3 +123,13 @@ def test_a_stack_that_starts_is_stopped_by_its_book(tmp_path: Path) -> None:
     assert all(is_ours(r, str(tmp_path)) for r in records.values())
     book.stop_all()
     assert not any(is_ours(r, str(tmp_path)) for r in records.values())
+
+
+def test_a_tests_calls_are_those_naming_its_volumes() -> None:
+    from pvchaos.plugin.csi_calls import matching, pretty
+    lines = ['{"method":"CreateVolume","request":{"name":"pvc-1"}}',
+             '{"method":"ControllerPublishVolume","request":{"volume_id":"pvchaos-aa"}}',
+             '{"method":"CreateVolume","request":{"name":"pvc-2"}}', "", '{"method":"Probe"}']
+    mine = matching(lines, ["pvc-1", "pvchaos-aa", ""])
+    assert [json.loads(ln)["method"] for ln in mine] == ["CreateVolume", "ControllerPublishVolume"]
+    assert pretty(mine).count("\n") == 1 and pretty(["not json"]) == "not json"

@@ -247,6 +247,15 @@ def s_spread() -> Scene:
     return scene(pod(), events=[msg("4 node(s) didn't match pod topology spread constraints")])
 
 
+def s_volume_limit() -> Scene:
+    return scene(pod(), events=[msg("4 node(s) exceed max volume count")])
+
+
+def s_rwop_in_use() -> Scene:
+    return scene(pod(), events=[msg("4 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "
+                                    "access mode already in-use by another pod")])
+
+
 def s_unknown_filter() -> Scene:
     return scene(pod(), events=[msg("4 node(s) did not satisfy the DynamicResources plugin")])
 
@@ -356,6 +365,8 @@ CATALOGUE: list[tuple[Callable[[], Scene], list[str]]] = [
     (s_pod_affinity, ["INTER_POD_AFFINITY"]),
     (s_pod_anti_affinity, ["INTER_POD_AFFINITY"]),
     (s_spread, ["TOPOLOGY_SPREAD"]),
+    (s_volume_limit, ["VOLUME_LIMIT_EXCEEDED"]),
+    (s_rwop_in_use, ["RWOP_CLAIM_IN_USE"]),
     (s_unknown_filter, ["UNMODELED_FILTER"]),
     (s_pod_affinity_no_message, ["UNMODELED_FILTER"]),
     (s_no_scheduler, ["NO_SCHEDULER"]),

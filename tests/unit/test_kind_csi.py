@@ -60,3 +60,14 @@ def test_a_pvs_data_directory_inside_the_node() -> None:
     assert kind_csi.node_volume_dir({"spec": {"hostPath": {"path": "/var/lib/pvchaos/volumes/x"}}}) == \
         "/var/lib/pvchaos/volumes/x"
     assert kind_csi.node_volume_dir({"spec": {"csi": {"driver": "other", "volumeHandle": "h"}}}) is None
+
+
+def test_inotify_limits_are_raised_never_lowered(tmp_path: Path) -> None:
+    from pvchaos.clusters.kind import raise_inotify_limits
+    (tmp_path / "max_user_instances").write_text("128\n")
+    (tmp_path / "max_user_watches").write_text("1048576\n")
+    assert raise_inotify_limits(tmp_path) == ["fs.inotify.max_user_instances 128 -> 512"]
+    assert (tmp_path / "max_user_instances").read_text() == "512"
+    assert (tmp_path / "max_user_watches").read_text() == "1048576\n"
+    (tmp_path / "max_user_watches").unlink()
+    assert "left as it is" in raise_inotify_limits(tmp_path)[0]

@@ -147,3 +147,15 @@ def test_merge_of_two_backends_tags_and_tables(tmp_path: Path) -> None:
     assert "0 of 5 tests differ; 0 unexplained." in table
     keys = verdicts(report.load_results(report.layout(tmp_path / "out").results))
     assert f"{FAILING} (backend=kind)" in keys and f"{FAILING} (backend=local)" in keys
+
+
+def test_merge_of_two_versions_in_shards_writes_the_version_table(tmp_path: Path) -> None:
+    """The nightly shape: shards of each version, merged into one test x version table."""
+    dirs = [_report_dir(tmp_path / f"{v}-s{k}", _record(f"{k}/2", s.record.tests, kubernetes=v))
+            for v in ("v1.35.4", "v1.36.3") for k, s in enumerate(_shards(2), 1)]
+    assert merge(tmp_path / "out", dirs, html=False) == 1
+    table = (tmp_path / "out" / "versions.md").read_text()
+    assert "| test | v1.35.4 | v1.36.3 |" in table and "0 changes between adjacent versions" in table
+    keys = verdicts(report.load_results(report.layout(tmp_path / "out").results))
+    assert f"{FAILING} (kubernetes=v1.36.3)" in keys and len(keys) == 2 * len(SELECTED)
+    assert not (tmp_path / "out" / "backends.md").exists()

@@ -85,9 +85,11 @@ def test_single_cluster_backends_run_one_worker(tmp_path: Path) -> None:
 
 def test_options_round_trip_through_the_pytest_argv(tmp_path: Path) -> None:
     """One schema: what `pvchaos run` was told reaches the plugin unchanged."""
+    for name in ("p.yaml", "kc"):
+        (tmp_path / name).write_text("x")
     sent = runner.RunRequest(zones="zone-x,zone-y", nodes_per_zone=3, feature_gates="A=true", keep_cluster=True,
-                             allow_disruptive=True, allow_contexts=("lab", "ci"), profile="p.yaml",
-                             kubeconfig="kc", context="ctx", k8s_version="v1.36.3", report_dir=tmp_path)
+                             allow_disruptive=True, allow_contexts=("lab", "ci"), profile=str(tmp_path / "p.yaml"),
+                             kubeconfig=str(tmp_path / "kc"), context="ctx", k8s_version="v1.36.3", report_dir=tmp_path)
     parser = argparse.ArgumentParser()
     options.add_options(parser.add_argument, pytest_side=True)
     parsed, _ = parser.parse_known_args(runner.pytest_argv(sent)[3:])
@@ -105,7 +107,12 @@ def test_run_command_line_has_every_option() -> None:
         "zone-a,zone-b", ("reclaim", "spreading"), ("lab",), ("--maxfail=1",), ())
 
 
-def test_run_takes_paths_before_and_after_options_and_keeps_pytest_args_apart() -> None:
+def test_run_takes_paths_before_and_after_options_and_keeps_pytest_args_apart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "test_x.py").write_text("")
+    monkeypatch.chdir(tmp_path)
     args = cli_parse(["run", "./tests", "more/test_x.py", "--zones", "2", "--", "-x", "./not-a-path"])
     got = options.from_values(vars(args).get, pytest_side=False)
     assert (got.paths, got.zones, got.pytest_args) == (("./tests", "more/test_x.py"), "2", ("-x", "./not-a-path"))

@@ -95,3 +95,11 @@ def test_run_passes_the_shard_and_its_durations(tmp_path: Path) -> None:
     assert "--shard=2/3" in argv and f"--shard-durations={tmp_path / 'history'}" in argv
     assert f"--selection-record={tmp_path / 'selection.json'}" in argv
     assert not any(a.startswith("--shard") for a in runner.pytest_argv(runner.RunRequest(report_dir=tmp_path)))
+
+
+def test_xdist_workers_agree_on_the_split(pytester: pytest.Pytester) -> None:
+    """Under xdist every worker collects and splits on its own; xdist refuses workers that
+    collected different tests, so a run at -n 2 finishing with the shard's tests shows they agree."""
+    pytester.makepyfile(test_s=SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--shard=1/2", "-v")
+    result.assert_outcomes(passed=4)

@@ -195,7 +195,7 @@ def test_check_versions_refuses_in_one_line() -> None:
 @pytest.mark.parametrize(("argv", "expected"), [
     (["upgrade", "--to", "v1.37.2"], RULE_ONE_MINOR),
     (["upgrade", "--from", "v1.36.3", "--to", "v1.35.4"], RULE_NO_DOWNGRADE),
-    (["upgrade", "--to", "v1.36"], "--to: not a Kubernetes release version"),
+    (["upgrade", "--to", "v1.36"], "--to: 'v1.36' is not a Kubernetes release version"),
     (["upgrade", "--from", "v1.35.4", "--to", "v1.35.4"], "nothing to upgrade"),
 ])
 def test_cli_refusals_exit_2_with_one_line(argv: list[str], expected: str, capsys: pytest.CaptureFixture[str],

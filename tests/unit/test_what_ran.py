@@ -47,3 +47,16 @@ def test_the_summary_and_environment_show_what_ran(tmp_path: Path) -> None:
     assert "40s" in env["command-line warnings"]
     summary = report.write_summary_md(tmp_path, [], ran=ran).read_text()
     assert "## What ran" in summary and "**Warning:** gw1-b: kube-controller-manager gets" in summary
+
+
+def test_the_environment_names_the_provisioner_each_cluster_ran(tmp_path: Path) -> None:
+    results = tmp_path / "allure-results"
+    results.mkdir()
+    csi = {"provisioner": "csi.pvchaos.dev (pvchaos-csi) via external-provisioner v6.4.0",
+           "external-attacher": "v4.13.0"}
+    for name, storage in (("gw0-a", csi), ("gw1-b", csi), ("gw1-c", {"provisioner": "test double"})):
+        (results / f"pvchaos-ran-{name}.json").write_text(json.dumps(
+            {"cluster": name, "components": {}, "warnings": [], "storage": storage}))
+    env = report.ran_environment(report.what_ran(results))
+    assert env["provisioner"] == f"{csi['provisioner']} | test double"
+    assert env["external-attacher"] == "v4.13.0"

@@ -1,0 +1,106 @@
+"""Attach and detach through CSI (SPEC, the CSI path): kube-controller-manager's
+attach/detach controller creates a VolumeAttachment for each (volume, node) a scheduled
+pod needs, upstream's external-attacher calls ControllerPublishVolume and sets
+`status.attached`, and the pod's deletion detaches it again. After a node is lost with
+a volume attached, a real kubelet has reported it in use, so the controller will not
+detach it from the unhealthy node (a replacement elsewhere gets "Multi-Attach error")
+until the node gets the `node.kubernetes.io/out-of-service` taint or
+`maxWaitForUnmountDuration` (6 minutes) passes (reconciler.go in 1.35).
+"""
+
+from __future__ import annotations
+
+import time
+
+import allure
+import pytest
+
+from pvchaos.api import Workspace, b, chaos_labels, chaos_nodes, holds_for, measure, o, x
+from pvchaos.kit.node_health import wait_node_unreachable
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.wait import wait_for_event, wait_for_state
+
+pytestmark = [allure.epic("The CSI path"), allure.feature("Attach and detach"),
+              pytest.mark.needs("attach", "dynamic-zonal")]
+
+MULTI_ATTACH = "Multi-Attach error"  # reconciler.go reportMultiAttachError: the FailedAttachVolume event
+
+
+def _attachments_of(state: dict[str, Obj], pv: str) -> list[Obj]:
+    return [va for va in state.values() if va.get("spec", {}).get("source", {}).get("persistentVolumeName") == pv]
+
+
+def _attached_to(ws: Workspace, pv: str, node: str, timeout: float = 60) -> Obj:
+    """The VolumeAttachment of `pv` to `node`, once the attacher says attached."""
+    def done(state: dict[str, Obj]) -> Obj | None:
+        return next((va for va in _attachments_of(state, pv) if va["spec"].get("nodeName") == node
+                     and va.get("status", {}).get("attached") is True), None)
+    found: Obj = wait_for_state(ws.kube, "VolumeAttachment", done, f"VolumeAttachment of {pv} to {node} attached",
+                                timeout=timeout)
+    return found
+
+
+def _detached(ws: Workspace, pv: str, node: str, timeout: float = 60) -> None:
+    wait_for_state(ws.kube, "VolumeAttachment",
+                   lambda st: True if not [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == node]
+                   else None, f"no VolumeAttachment of {pv} to {node}", timeout=timeout)
+
+
+@allure.story("a pod's volume: VolumeAttachment created, attached, pod Running; deleted with the pod")
+def test_volume_attachment_timeline(ws: Workspace) -> None:
+    sc = ws.storage_class("attach", "WaitForFirstConsumer")
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    t0 = time.monotonic()
+    ws.create(b.pod("app", ("data",)))
+    pod = x.pod_scheduled(ws, "app")
+    pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
+    node = str(o.node_name(pod))
+    va = _attached_to(ws, pv, node)
+    measure.since("pod created to volume attached, seconds", t0)
+    x.expect(va["spec"].get("attacher") == ws.cluster.zonal_class_provisioner,
+             f"attached by the driver's attacher ({ws.cluster.zonal_class_provisioner})", va, ws=ws)
+    x.pod_runs(ws, "app")
+    t1 = time.monotonic()
+    ws.delete("Pod", "app")
+    _detached(ws, pv, node)
+    measure.since("pod deleted to volume detached, seconds", t1)
+    x.phase_now(ws, "PersistentVolumeClaim", "data", "Bound")
+
+
+@allure.story("node lost with an RWO volume attached: Multi-Attach until the out-of-service taint, then it moves")
+@pytest.mark.disruptive
+@pytest.mark.needs("real-kubelet", "node-failure")
+def test_lost_node_keeps_the_volume_until_the_out_of_service_taint(ws: Workspace) -> None:
+    """Only a real kubelet reports the volume in use (node.status.volumesInUse); without
+    that report the controller detaches at once, so on KWOK nodes this test skips."""
+    home = ws.zones()[0]
+    if len(ws.nodes(home)) < 2:
+        pytest.skip(f"zone {home} has one node: the replacement needs another node of the volume's zone")
+    sc = ws.storage_class("attach", "WaitForFirstConsumer", allowed_zones=[home])
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    first, second = ws.node(home, 0), ws.node(home, 1)
+    ws.create(b.pod("writer", ("data",), node_selector=ws.pin(first)))
+    x.pod_runs(ws, "writer", timeout=120)
+    pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
+    lost = o.name(first)
+    _attached_to(ws, pv, lost)
+    chaos_nodes.fail_node(ws.cleanup, ws.cluster, lost)
+    wait_node_unreachable(ws, lost, timeout=120)
+    ws.delete("Pod", "writer", wait=False)  # force-deleted: the kubelet is gone
+    t0 = time.monotonic()
+    ws.create(b.pod("replacement", ("data",), node_selector=ws.pin(second)))
+    pod = ws.get("Pod", "replacement") or {}
+    ev = wait_for_event(ws.kube, pod, MULTI_ATTACH, reason="FailedAttachVolume", timeout=90)
+    x.expect(MULTI_ATTACH in str(ev.get("message")), "the replacement waits on the volume attached elsewhere", ev)
+    with allure.step("for 20 s the volume stays attached to the lost node (no force detach before 6 minutes)"):
+        holds_for(ws.kube, "VolumeAttachment",
+                  lambda st: None if [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == lost]
+                  else f"{pv} was detached from the lost node {lost} without the out-of-service taint",
+                  20, f"{pv} stays attached to {lost}")
+    t1 = time.monotonic()
+    chaos_labels.add_taint(ws.cleanup, ws.kube, lost, chaos_labels.OUT_OF_SERVICE)
+    _detached(ws, pv, lost, timeout=120)
+    _attached_to(ws, pv, o.name(second), timeout=120)
+    x.pod_runs(ws, "replacement", timeout=120)
+    measure.since("Multi-Attach recovery with the out-of-service taint, seconds", t1)
+    measure.since("replacement created to Running, seconds", t0)

@@ -1,0 +1,123 @@
+"""CSI topology and volume limits (SPEC, the CSI path). upstream's external-provisioner
+builds CreateVolume's accessibility requirements from the CSINode objects' topology keys
+and the nodes' labels (pkg/controller/topology.go): a selected node whose CSINode lacks
+the driver gives "no topology key found for node X"; with no CSINode carrying the driver
+an Immediate claim gets "no available topology found"; `--strict-topology` narrows the
+requisite to the selected node's segment. kube-scheduler's NodeVolumeLimits reads each
+CSINode's allocatable count: a node at its limit takes no pod that needs one more volume
+("node(s) exceed max volume count").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import allure
+import pytest
+
+from pvchaos.api import Workspace, b, kinds, o, x
+from pvchaos.clusters import csi
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import Kube
+from pvchaos.kube.objects import ZONE_KEY
+
+pytestmark = [allure.epic("The CSI path"), pytest.mark.needs("attach", "dynamic-zonal", "zones")]
+
+
+def _without_driver(cleanup: Cleanup, kube: Kube, node: str) -> None:
+    """The node's CSINode loses the driver (a node plugin that never registered there);
+    the entry comes back at cleanup."""
+    before = kinds.get(kube, "CSINode", node)
+    assert before is not None, f"node {node} has no CSINode"
+    drivers = before["spec"].get("drivers") or []
+
+    def restore() -> None:
+        now = kinds.get(kube, "CSINode", node)
+        if now is not None:
+            now["spec"]["drivers"] = drivers
+            kinds.replace(kube, now)
+
+    cleanup.push(f"give CSINode {node} its driver back", restore)
+    before["spec"]["drivers"] = [d for d in drivers if d.get("name") != csi.DRIVER_NAME]
+    kinds.replace(kube, before)
+
+
+def _create_volume_calls(ws: Workspace, claim: str) -> list[dict]:
+    """The driver's CreateVolume calls for this claim's PV name (pvc-<claim uid>)."""
+    uid = o.uid(ws.get("PersistentVolumeClaim", claim))
+    log = csi.paths_for(ws.cluster.directory).calls_log if ws.cluster.directory else None
+    if log is None or not Path(log).exists():
+        pytest.skip(f"backend {ws.cluster.backend}: no pvchaos-csi calls log to read")
+    calls = [json.loads(line) for line in Path(log).read_text().splitlines() if f"pvc-{uid}" in line]
+    return [c for c in calls if c.get("method") == "CreateVolume"]
+
+
+@allure.feature("CSI topology")
+@allure.story("the selected node's CSINode lacks the driver: no topology key found, the claim waits")
+@pytest.mark.disruptive
+def test_selected_node_without_the_driver_has_no_topology(ws: Workspace) -> None:
+    node = ws.node()
+    _without_driver(ws.cleanup, ws.kube, o.name(node))
+    sc = ws.storage_class("topo", "WaitForFirstConsumer")
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    ws.create(b.pod("app", ("data",), node_selector=ws.pin(node)))
+    failed = x.provisioning_failed(ws, "data", f"no topology key found for node {o.name(node)}")
+    x.expect("error generating accessibility requirements" in str(failed.get("message")),
+             "the external-provisioner's own words", failed, ws=ws)
+    x.phase_now(ws, "PersistentVolumeClaim", "data", "Pending")
+
+
+@allure.feature("CSI topology")
+@allure.story("no CSINode carries the driver: an Immediate claim gets 'no available topology found'")
+@pytest.mark.disruptive
+def test_no_node_with_the_driver_means_no_available_topology(ws: Workspace) -> None:
+    for node in ws.nodes():
+        _without_driver(ws.cleanup, ws.kube, o.name(node))
+    sc = ws.storage_class("topo", "Immediate")
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    x.provisioning_failed(ws, "data", "no available topology found")
+    x.phase_now(ws, "PersistentVolumeClaim", "data", "Pending")
+
+
+@allure.feature("CSI topology")
+@allure.story("strict topology: CreateVolume may use only the selected node's segment; default: every allowed one")
+@pytest.mark.parametrize("strict", [
+    pytest.param(False, id="default"),
+    pytest.param(True, id="strict", marks=pytest.mark.cluster(csi_strict_topology=True)),
+])
+def test_strict_topology_narrows_the_requisite(ws: Workspace, strict: bool) -> None:
+    zones = ws.zones()
+    sc = ws.storage_class("topo", "WaitForFirstConsumer", allowed_zones=zones)
+    ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[-1]}))
+    x.pod_runs(ws, "app")
+    x.volume_in_zone(ws, "data", zones[-1])
+    calls = [c for c in _create_volume_calls(ws, "data") if c.get("code") == "OK"]
+    x.expect(bool(calls), "the driver logged the CreateVolume that made the PV")
+    requisite = (calls[-1].get("request") or {}).get("accessibility_requirements", {}).get("requisite") or []
+    seen = {seg.get(ZONE_KEY) for seg in requisite if isinstance(seg, dict)}
+    wanted = {zones[-1]} if strict else set(zones)
+    x.expect(seen == wanted, f"requisite zones {sorted(z for z in seen if z)}, expected {sorted(wanted)} "
+             f"({'strict' if strict else 'default'} topology)")
+
+
+@allure.feature("Volume limits")
+@allure.story("a node at its CSINode volume limit takes no pod needing another volume; another node does")
+@pytest.mark.cluster(csi_max_volumes_per_node=1)
+def test_node_at_its_volume_limit_takes_no_more(ws: Workspace) -> None:
+    node = ws.node()
+    sc = ws.storage_class("limit", "WaitForFirstConsumer")
+    ws.create(b.persistent_volume_claim("first", "1Gi", sc))
+    ws.create(b.pod("first", ("first",), node_selector=ws.pin(node)))
+    x.pod_runs(ws, "first")
+    ws.create(b.persistent_volume_claim("second", "1Gi", sc))
+    ws.create(b.pod("second", ("second",), node_selector=ws.pin(node)))
+    x.pod_unschedulable(ws, "second", "MAX_VOLUME_COUNT")
+    ws.create(b.persistent_volume_claim("third", "1Gi", sc))
+    ws.create(b.pod("third", ("third",)))
+    x.pod_runs(ws, "third")
+    other = x.node_of(ws, "third")
+    x.expect(o.name(other) != o.name(node), f"the unpinned pod goes to a node with room, not {o.name(node)}",
+             other, ws=ws)
+
