@@ -25,18 +25,18 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from pvchaos import cli
 from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.topology import Topology
 from pvchaos.conformance.explain import explain
+from pvchaos.explain import to_text
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
 from pvchaos.kube.client import connect
 from pvchaos.kube.explain_read import read_view
 from pvchaos.kube.objects import HOSTNAME_KEY, ZONE_KEY
 from pvchaos.kube.wait import wait_for
-from pvchaos import cli
-from pvchaos.explain import to_text
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 

@@ -95,9 +95,10 @@ def run_kwokctl(index: int, topo: Topology, bins: Binaries, kwokctl: Path, workd
             f"--etcd-binary={bins.etcd}"]
     try:
         started = time.monotonic()
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"kwokctl create cluster failed ({done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
+            tail = (done.stderr or done.stdout).strip()[-800:]
+            raise RuntimeError(f"kwokctl create cluster failed ({done.returncode}): {tail}")
         kube = connect(workdir / "clusters" / name / "kubeconfig.yaml")
         for node in topo.nodes():
             kube.core.create_node(body=node.to_node_object())
@@ -105,7 +106,8 @@ def run_kwokctl(index: int, topo: Topology, bins: Binaries, kwokctl: Path, workd
         seconds = time.monotonic() - started
         kube.api.close()
     finally:
-        subprocess.run([str(kwokctl), "delete", "cluster", f"--name={name}"], env=env, capture_output=True, timeout=120)
+        subprocess.run([str(kwokctl), "delete", "cluster", f"--name={name}"], env=env, capture_output=True, timeout=120,
+                       check=False)  # best effort: the next run creates its own cluster
     print(f"kwokctl run {index}: {topo.node_count} nodes Ready in {seconds:.2f} s; load {os.getloadavg()[0]:.1f}", flush=True)
     return seconds
 

@@ -28,12 +28,20 @@ from pvchaos.clusters.local.config import LocalClusterConfig, sized
 from pvchaos.clusters.local.profiles import CpuProfiles
 from pvchaos.clusters.topology import Topology
 from pvchaos.drivers.driver import HarnessDriver
-from pvchaos.kube.cleanup import Cleanup
-from pvchaos.kube.client import connect
 from pvchaos.kit.growth import growth_line, plot
 from pvchaos.kit.storm import StormResult, run_storm
-from pvchaos.kit.storm_plan import STORM_BURST, STORM_NODES_TO_SCORE, STORM_QPS, StormShape, memory_refusal, parse_size, zone_names
+from pvchaos.kit.storm_plan import (
+    STORM_BURST,
+    STORM_NODES_TO_SCORE,
+    STORM_QPS,
+    StormShape,
+    memory_refusal,
+    parse_size,
+    zone_names,
+)
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import connect
 from pvchaos.runner import available_memory_mib
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION

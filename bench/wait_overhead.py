@@ -33,12 +33,9 @@ from dataclasses import dataclass
 
 from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig
-from pvchaos.kube import builders
-from pvchaos.kube import kinds
-from pvchaos.kube import naming
+from pvchaos.kube import builders, kinds, naming
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.wait import wait_for
-
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 

@@ -116,8 +116,8 @@ def render_certification(profile: DriverProfile, results: Iterable[BehaviourResu
               "| Behaviour | Title | Outcome | Detail |", "|---|---|---|---|"]
     for r in rows:
         if r.outcome == "skipped":
-            cap = r.missing_capability
-            outcome = f"skipped: no {cap}" if cap else "skipped"
+            missing = r.missing_capability
+            outcome = f"skipped: no {missing}" if missing else "skipped"
         else:
             outcome = r.outcome if r.outcome == "passed" else "**failed**"
         detail = "" if r.outcome == "passed" else r.reason.strip().splitlines()[0] if r.reason.strip() else ""

@@ -14,6 +14,8 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
+from pvchaos import compare_runs, report, report_merge, upgrade_command
+from pvchaos import explain as explain_command
 from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
@@ -28,8 +30,6 @@ from pvchaos.clusters.options import (
     split_pytest_args,
 )
 from pvchaos.clusters.topology import Topology
-from pvchaos import compare_runs, report, report_merge, upgrade_command
-from pvchaos import explain as explain_command
 from pvchaos.runner import run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_driver import ensure_csi_driver

@@ -13,10 +13,9 @@ Three kinds of change are reported for each test, A to B:
   relative amount of the smaller value (`NOISE`): both, because a shared 2-core machine
   moves short timings by a second at random and long ones by a fraction of their length.
   A measurement (a recovery, an eviction) must move 2 s and 25%; a whole test's duration,
-  which includes waiting for controllers' resyncs, 5 s and 50% (two healthy runs of the
-  same test took 4.0 s and 6.5 s here). The 2 s is measured too: a zone's nodes Ready
-  again after restore took 0.3-2.6 s across seven runs of one test, on 1.34.4 and 1.35.4
-  alike, under load 9-13 (docs/findings.md, suites across versions).
+  which includes waiting for controllers' resyncs, 5 s and 50%, wider because one resync
+  more or fewer moves it by seconds. Both sit above the spread of healthy runs of one
+  test (docs/findings.md: "Figures moved out of the code", "Suites across versions").
 
 A regression is a test that passed in A and failed or broke in B; the command exits 1
 when there is one.

@@ -117,7 +117,8 @@ def _node_lines(e: Explanation) -> list[str]:
     if len(e.nodes) <= NODES_SHOWN:
         width = max(len(v.node) for v in e.nodes) if e.nodes else 0
         return [f"  {v.node:<{width}}  {v.zone or '-':<8} "
-                + ("fits" if v.fits else f"{v.first.filter}: {v.first.detail}") for v in e.nodes if v.first or v.fits]
+                + ("fits" if v.fits or v.first is None else f"{v.first.filter}: {v.first.detail}")
+                for v in e.nodes if v.first or v.fits]
     groups: Counter[str] = Counter()
     examples: dict[str, list[str]] = {}
     for v in e.nodes:

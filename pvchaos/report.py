@@ -102,7 +102,9 @@ def read_environment(results_dir: Path | str) -> dict[str, str]:
     unescape = {"n": "\n", "r": "\r", "t": "\t"}
     env = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        key, value, sep = [], [], False
+        key: list[str] = []
+        value: list[str] = []
+        sep = False
         chars = iter(line)
         for c in chars:
             if c == "\\":
@@ -510,7 +512,7 @@ def format_summary(rows: list[SuiteRow]) -> str:
     numeric = {1, 2, 3, 4, 5}
 
     def fmt(line: tuple[str, ...]) -> str:
-        parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths))]
+        parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))]
         return "  ".join(parts).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
@@ -539,7 +541,7 @@ def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | N
         for component, flag_lines in ran.configurations.items():
             lines += [f"- `{component}` (effective flags; the last of a repeated flag wins): "
                       + "; ".join(f"`{fl}`" for fl in flag_lines),
-                      f"  - feature gates: " + "; ".join(f"`{g}`" for g in ran.gates.get(component, []))]
+                      "  - feature gates: " + "; ".join(f"`{g}`" for g in ran.gates.get(component, []))]
     lines += ["", "Report: `html/index.html` (opens from disk); JUnit: `junit.xml`."]
     lay.root.mkdir(parents=True, exist_ok=True)
     lay.summary.write_text("\n".join(lines) + "\n", encoding="utf-8")

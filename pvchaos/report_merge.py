@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pvchaos.clusters import arguments
 from pvchaos import compare_backends as cmp
 from pvchaos import compare_runs, report, run_record, version_matrix
+from pvchaos.clusters import arguments
 from pvchaos.results import tag_with
 from pvchaos.run_record import RunRecord
 from pvchaos.tools import versions
@@ -73,7 +73,7 @@ class Plan:
 
 def _one(values: set[str | None], what: str, sources: Sequence[Source], attr: str) -> None:
     if len(values) > 1:
-        seen = {}
+        seen: dict[object, Path] = {}
         for s in sources:
             seen.setdefault(getattr(s.record, attr), s.directory)
         shown = ", ".join(f"{str(v)[:12]} ({d})" for v, d in list(seen.items())[:3])
@@ -98,7 +98,7 @@ def _group(backend: str, kubernetes: str, members: list[Source]) -> Group:
     twice = sorted({k for k in indexes if indexes.count(k) > 1})
     if twice:
         raise MergeError(f"cannot merge: {label} has shard {twice[0]}/{total} twice ("
-                         + ", ".join(str(s.directory) for s, (k, _) in zip(shards, parsed) if k == twice[0]) + ")")
+                         + ", ".join(str(s.directory) for s, (k, _) in zip(shards, parsed, strict=True) if k == twice[0]) + ")")
     ran: dict[str, Path] = {}
     for s in shards:
         for test in s.record.tests:
@@ -108,7 +108,7 @@ def _group(backend: str, kubernetes: str, members: list[Source]) -> Group:
             ran[test] = s.directory
     missing = tuple(f"{k}/{total}" for k in range(1, total + 1) if k not in indexes)
     unrun = () if missing else tuple(t for t in shards[0].record.selected if t not in ran)
-    ordered = tuple(s for _, s in sorted(zip(indexes, shards), key=lambda p: p[0]))
+    ordered = tuple(s for _, s in sorted(zip(indexes, shards, strict=True), key=lambda p: p[0]))
     return Group(backend, kubernetes, ordered, missing, unrun)
 
 

@@ -94,7 +94,7 @@ def from_json(text: str, where: str = RUN_FILE) -> RunRecord:
         raise ValueError(f"{where}: not a run record of format {FORMAT} (written by another version of pvchaos?)")
     known = set(RunRecord.__dataclass_fields__)
     try:
-        kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
         return RunRecord(**kwargs)
     except TypeError as exc:
         raise ValueError(f"{where}: {exc}") from None

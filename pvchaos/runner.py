@@ -14,6 +14,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from pvchaos import compare_backends as cmp
+from pvchaos import compare_runs, report, run_record, supervise, version_matrix
+from pvchaos.certification import (
+    render_certification,
+    results_from_allure,
+    write_allure_summary,
+)
 from pvchaos.clusters.kind import KindBackend
 from pvchaos.clusters.local.config import minor_of, parse_feature_gates
 from pvchaos.clusters.local.registry import list_clusters, sweep_orphans
@@ -22,15 +29,8 @@ from pvchaos.clusters.options import pytest_flags as _pytest_flags
 from pvchaos.clusters.topology import Topology
 from pvchaos.conformance import feature_gates
 from pvchaos.drivers.profile import load_profile
-from pvchaos import compare_backends as cmp
-from pvchaos import compare_runs, report, run_record, supervise, version_matrix
-from pvchaos.shard import parse_shard
-from pvchaos.certification import (
-    render_certification,
-    results_from_allure,
-    write_allure_summary,
-)
 from pvchaos.results import merge_into
+from pvchaos.shard import parse_shard
 from pvchaos.tools.build import ensure_binaries, served_releases
 from pvchaos.tools.csi_driver import ensure_csi_driver
 from pvchaos.tools.csi_sidecars import ensure_csi_sidecars
@@ -38,7 +38,7 @@ from pvchaos.tools.docker_engine import Engine, stop_engine
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 SUITES_DIR = REPO_ROOT / "suites"
-CLUSTER_MEMORY_MIB = 1100  # measured: ~850 MiB RSS for 3 zones x 2 nodes, plus headroom
+CLUSTER_MEMORY_MIB = 1100  # a default cluster's resident memory plus headroom (docs/findings.md)
 RunRequest = Options  # what `pvchaos run` was asked: the one option schema (clusters.options)
 
 

@@ -174,7 +174,7 @@ def run_owned(argv: Sequence[str], cwd: Path, teardown_seconds: float = TEARDOWN
     previous = {s: signal.signal(s, forward) for s in FORWARDED}
     started = time.monotonic()
     try:
-        child.append(subprocess.Popen(list(argv), cwd=cwd, process_group=0, preexec_fn=_child_setup))  # noqa: PLW1509
+        child.append(subprocess.Popen(list(argv), cwd=cwd, process_group=0, preexec_fn=_child_setup))  # noqa: PLW1509  prctl and getppid only, no locks
         proc = child[0]
         if outcome.signals:  # arrived between the handler and the child
             _killpg(proc.pid, outcome.signals[0])

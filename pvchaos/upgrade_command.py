@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pvchaos import runner
 from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.options import REPO_ROOT, Options
-from pvchaos import runner
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
 
@@ -22,7 +22,8 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="from_version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version,
                    help=f"the version the cluster starts at (default {DEFAULT_K8S_VERSION})")
-    p.add_argument("--to", dest="to_version", required=True, type=arguments.k8s_version, help="the version it is upgraded to, e.g. v1.36.3")
+    p.add_argument("--to", dest="to_version", required=True, type=arguments.k8s_version,
+                   help="the version it is upgraded to, e.g. v1.36.3")
     p.add_argument("--force-skew", action="store_true",
                    help="upgrade even when the version-skew policy forbids it (a downgrade, or two minors)")
     p.add_argument("--zones", default="3", type=arguments.zones)

@@ -17,16 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pvchaos.conformance import feature_gates
 from pvchaos import compare_runs, report
 from pvchaos.compare_runs import Change, Run
+from pvchaos.conformance import feature_gates
 from pvchaos.tools import versions
 
 # (test, older minor, newer minor) -> why its behaviour differs between the two; the test is
 # "suite file stem::test name" as pvchaos.results.test_key writes it.
 _GATE_ABSENT = ("MutablePVNodeAffinity does not exist before 1.35 (pkg/features/kube_features.go of "
                 "v1.34.4 has no such gate): the test needs the gate and skips on 1.34")
-EXPLAINED: dict[tuple[str, int, int], str] = {}
+EXPLAINED: dict[tuple[str, int | None, int | None], str] = {}
 
 
 @dataclass(frozen=True)

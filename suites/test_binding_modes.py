@@ -10,11 +10,11 @@ from __future__ import annotations
 import allure
 import pytest
 
-from pvchaos.kube import builders as b
-from pvchaos.kube.objects import SELECTED_NODE, ZONE_KEY, annotation, node_name, pv_zones
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import SELECTED_NODE, ZONE_KEY, annotation, node_name, pv_zones
 
 pytestmark = [allure.epic("Scheduling with volumes"), pytest.mark.needs("zones", "dynamic-zonal")]
 

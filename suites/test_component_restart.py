@@ -10,12 +10,12 @@ import allure
 import pytest
 
 from pvchaos.chaos import components
-from pvchaos.kube import builders as b
-from pvchaos.kube.objects import name, phase, scheduled
-from pvchaos.kube.wait import pod_running
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import name, phase, scheduled
+from pvchaos.kube.wait import pod_running
 
 pytestmark = [allure.epic("Control plane"), allure.feature("Component restarts"), pytest.mark.disruptive,
               pytest.mark.needs("component-restart")]

@@ -7,13 +7,13 @@ import allure
 import pytest
 
 from pvchaos.chaos import labels as chaos_labels
-from pvchaos.kube import builders as b
-from pvchaos.kube.kinds import Obj
-from pvchaos.kube import objects as o
-from pvchaos.kube.objects import ZONE_KEY, label, name
-from pvchaos.kube.wait import holds_for, wait_for
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube import objects as o
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.objects import ZONE_KEY, label, name
+from pvchaos.kube.wait import holds_for, wait_for
 
 pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Node label changes"), pytest.mark.disruptive,
               pytest.mark.needs("node-labels")]

@@ -6,11 +6,11 @@ from __future__ import annotations
 import allure
 import pytest
 
+from pvchaos.kit import expect as x
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube.objects import name, node_name, uid
 from pvchaos.kube.wait import wait_gone
-from pvchaos.kit import expect as x
-from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Local volumes with StatefulSets"),
               pytest.mark.needs("static-pv")]

@@ -12,13 +12,13 @@ import pytest
 from pvchaos.chaos import labels as chaos_labels
 from pvchaos.chaos import nodes as chaos_nodes
 from pvchaos.conformance import messages, timings
-from pvchaos.kube import builders as b
-from pvchaos.kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zone
-from pvchaos.kube.wait import wait_for, wait_for_event
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable, wait_taint_gone
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zone
+from pvchaos.kube.wait import wait_for, wait_for_event
 
 MULTI_ATTACH = "Multi-Attach error"  # reconciler.go reportMultiAttachError (FailedAttachVolume)
 
@@ -38,7 +38,7 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
         x.pod_runs(ws, p)
     default = ws.get("Pod", "default") or {}
     defaults = [t for t in default["spec"].get("tolerations", []) if t.get("key") == UNREACHABLE]
-    x.expect(defaults and defaults[0].get("tolerationSeconds") == 300,
+    x.expect(bool(defaults) and defaults[0].get("tolerationSeconds") == 300,
              "DefaultTolerationSeconds gives pods 300 s for the unreachable taint", default, ws=ws)
 
     settings = x.lifecycle(ws)

@@ -8,6 +8,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
 import allure
 import pytest
@@ -15,6 +17,9 @@ import pytest
 from pvchaos.chaos import pv_affinity as mut
 from pvchaos.conformance import expectations, messages
 from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
@@ -23,9 +28,6 @@ from pvchaos.kube.errors import ApiError, ExpectationFailed
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.objects import REGION_KEY, ZONE_KEY, label, pv_zones
 from pvchaos.kube.wait import holds_for, wait_for_state
-from pvchaos.kit import expect as x
-from pvchaos.kit import measure
-from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("PV node affinity mutation (KEP-5381)"), pytest.mark.needs("static-pv", "zones")]
 
@@ -36,7 +38,10 @@ SEED_PATCH = ('{"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"match
               '[{"key":"storage","operator":"In","values":["ssd"]}]}]}}}}')
 
 
-def _api_error(call) -> ApiError:  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def _api_error(call: Callable[[], object]) -> ApiError:
     """The API server's refusal of `call`; its acceptance is the test's failure, with what it returned."""
     try:
         accepted = call()
@@ -45,7 +50,7 @@ def _api_error(call) -> ApiError:  # type: ignore[no-untyped-def]
     raise ExpectationFailed(f"the API server accepted an update it must reject; it returned: {accepted}")
 
 
-def _accepted(call, what: str):  # type: ignore[no-untyped-def]
+def _accepted(call: Callable[[], T], what: str) -> T:
     """The API server's answer to an update it must accept; a refusal fails the test naming the gate."""
     try:
         return call()
@@ -109,7 +114,7 @@ def test_gate_off_update(ws: Workspace, case: str) -> None:
 @allure.feature("gate on")
 @allure.story("the seed's kubectl merge patch is accepted on a bound PV")
 @pytest.mark.needs("mutable-pv-affinity")
-def test_seed_kubectl_merge_patch_is_accepted(ws: Workspace, kubectl) -> None:  # type: ignore[no-untyped-def]
+def test_seed_kubectl_merge_patch_is_accepted(ws: Workspace, kubectl: Path) -> None:
     pv = x.bound_pair(ws, b.label_affinity("storage", "standard"))
     done = mut.kubectl_merge_patch(ws.cluster, kubectl, pv["metadata"]["name"], SEED_PATCH)
     x.expect(done.returncode == 0, f"kubectl patch failed ({done.returncode}): {done.stderr.strip()}")
@@ -298,7 +303,7 @@ def test_gate_on_still_validates(ws: Workspace, affinity: Obj, key: str) -> None
 @allure.feature("gate on")
 @allure.story("the seed's Retain workflow: Released until claimRef is cleared")
 @pytest.mark.needs("mutable-pv-affinity")
-def test_retain_workflow_after_mutation(ws: Workspace, kubectl) -> None:  # type: ignore[no-untyped-def]
+def test_retain_workflow_after_mutation(ws: Workspace, kubectl: Path) -> None:
     pv = x.bound_pair(ws, b.label_affinity("storage", "standard"))
     name = pv["metadata"]["name"]
     done = mut.kubectl_merge_patch(ws.cluster, kubectl, name, SEED_PATCH)

@@ -7,19 +7,19 @@ KWOK nodes mount nothing and run no container, so this suite skips on the local 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import allure
 import pytest
 
 from pvchaos.chaos import nodes as chaos_nodes
-from pvchaos.kube import builders as b
-from pvchaos.kube.kinds import Obj
-from pvchaos.kube.wait import wait_for
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.wait import wait_for
 
 pytestmark = [allure.epic("Real kubelets"), pytest.mark.disruptive,
               pytest.mark.needs("real-kubelet", "node-failure", "dynamic-local")]
@@ -56,7 +56,7 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     written = faults.node_exec(node, f"cat {path}/marker")
     x.expect(len(written) == 36, f"the pod wrote its marker into {path} on {node}", pod, ws=ws)
 
-    crashed_at = datetime.now(timezone.utc).replace(microsecond=0)
+    crashed_at = datetime.now(UTC).replace(microsecond=0)
     chaos_nodes.crash_node(ws.cleanup, ws.cluster, node)
     wait_node_unreachable(ws, node)
     chaos_nodes.restore_node(ws.cluster, node)

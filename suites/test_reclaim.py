@@ -5,11 +5,11 @@ from __future__ import annotations
 import allure
 import pytest
 
+from pvchaos.kit import expect as x
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_gone
-from pvchaos.kit import expect as x
-from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Binding"), allure.feature("Reclaim")]
 

@@ -29,12 +29,12 @@ import allure
 import pytest
 
 from pvchaos.chaos.labels import add_taint
-from pvchaos.kube import builders as b
-from pvchaos.kube.kinds import events_for
-from pvchaos.kube.objects import SELECTED_NODE, annotation, node_name, uid
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube.kinds import events_for
+from pvchaos.kube.objects import SELECTED_NODE, annotation, node_name, uid
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Rescheduling after provisioning failure"),
               pytest.mark.needs("dynamic-zonal", "provisioning-failures")]
@@ -86,7 +86,8 @@ def test_immediate_failure_is_retried_without_a_selected_node(ws: Workspace) -> 
     # The driver's message may still name a node: with --immediate-topology (upstream's
     # default) external-provisioner asks CreateVolume for an Immediate claim with every
     # node's topology as requisite, and as preferred sorted and shifted by a hash of the
-    # claim's name (pkg/controller/topology.go); the driver names preferred[0]. That is no scheduler's choice: the claim carries no selected node.
+    # claim's name (pkg/controller/topology.go); the driver names preferred[0]. That is no
+    # scheduler's choice: the claim carries no selected node.
     claim = ws.get("PersistentVolumeClaim", "data")
     x.expect(annotation(claim, SELECTED_NODE) is None, "an Immediate claim is provisioned with no selected node",
              claim, failed, ws=ws)

@@ -21,14 +21,14 @@ from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.pool import ClusterPool, ClusterRequest
 from pvchaos.clusters.topology import Topology
 from pvchaos.drivers.driver import HarnessDriver
-from pvchaos.kube.cleanup import Cleanup
-from pvchaos.kube.client import connect
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.growth import growth_line, plot
 from pvchaos.kit.storm import StormResult, run_storm
 from pvchaos.kit.storm_plan import StormShape, cluster_marker_options, suite_shape
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube.cleanup import Cleanup
+from pvchaos.kube.client import connect
 
 pytestmark = [allure.epic("Scale"), allure.feature("PVC storms"), pytest.mark.scale, pytest.mark.disruptive,
               pytest.mark.needs("zones", "dynamic-zonal", "static-pv", "owned")]

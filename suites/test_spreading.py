@@ -7,10 +7,10 @@ from __future__ import annotations
 import allure
 import pytest
 
-from pvchaos.kube import builders as b
-from pvchaos.kube.objects import ZONE_KEY, zone
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube.objects import ZONE_KEY, zone
 
 pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Spreading across zones"),
               pytest.mark.needs("zones", "dynamic-zonal")]

@@ -15,9 +15,9 @@ import pytest
 
 from pvchaos.conformance import messages
 from pvchaos.conformance.claims import explain_mismatch, find_matching_volume
-from pvchaos.kube import builders as b
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
 
 pytestmark = [
     allure.epic("Binding"),

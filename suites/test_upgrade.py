@@ -27,17 +27,17 @@ from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.upgrade import Window, upgrade
 from pvchaos.clusters.local.upgrade_plan import plan_upgrade
 from pvchaos.conformance import stability
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.background import Arrivals, Watch
+from pvchaos.kit.canaries import CANARIES, run_canaries
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds, snapshot
 from pvchaos.kube import objects as o
 from pvchaos.kube.errors import ConditionNotReached, ExpectationFailed
 from pvchaos.kube.objects import ZONE_KEY
 from pvchaos.kube.wait import pod_running
-from pvchaos.kit import expect as x
-from pvchaos.kit import measure
-from pvchaos.kit.background import Arrivals, Watch
-from pvchaos.kit.canaries import CANARIES, run_canaries
-from pvchaos.kit.workspace import Workspace
 from pvchaos.plugin import upgrade_options
 from pvchaos.tools.build import ensure_binaries
 

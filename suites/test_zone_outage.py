@@ -8,6 +8,7 @@ Each cluster is sized so the asserted behaviour is the one that happens."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import allure
 import pytest
@@ -15,15 +16,15 @@ import pytest
 from pvchaos.chaos import nodes as chaos_nodes
 from pvchaos.conformance import timings
 from pvchaos.conformance.types import NodeName
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube.kinds import Obj, list_objects
 from pvchaos.kube.objects import UNREACHABLE, gone_or_terminating, has_taint, name, terminating, zone
 from pvchaos.kube.objects import ready as node_ready_status
 from pvchaos.kube.poll import poll_until
 from pvchaos.kube.wait import holds_for, wait_for_state
-from pvchaos.kit import expect as x
-from pvchaos.kit import measure
-from pvchaos.kit.workspace import Workspace
 
 pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Zone outage"), pytest.mark.disruptive,
               pytest.mark.needs("node-failure", "zones")]
@@ -41,7 +42,7 @@ def _pods_on_every_node(ws: Workspace, tolerate: int) -> dict[str, str]:
     return placed
 
 
-def _tainted(state: dict[str, Obj], nodes: list[str]) -> list[str]:
+def _tainted(state: dict[str, Obj], nodes: Sequence[str]) -> list[str]:
     return [n for n in nodes if has_taint(state.get(n), UNREACHABLE, "NoExecute")]
 
 

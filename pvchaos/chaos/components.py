@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import allure
 
-from pvchaos.clusters.backend import ClusterHandle
 from pvchaos.clusters import csi
+from pvchaos.clusters.backend import ClusterHandle
 from pvchaos.kube.cleanup import Cleanup
 
 RESTARTABLE = ("kube-scheduler", "kube-controller-manager", "provisioner", *csi.COMPONENTS)

@@ -10,8 +10,6 @@ from pvchaos.kube import kinds
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube
 
-
-
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
 
 

@@ -3,9 +3,11 @@ node's KWOK controller, so its Lease expires as with a dead kubelet)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import allure
 
-from pvchaos.clusters.backend import ClusterHandle
+from pvchaos.clusters.backend import ClusterHandle, NodeFaults
 from pvchaos.clusters.topology import ZONE_KEY
 from pvchaos.conformance.types import NodeName, ZoneName
 from pvchaos.kube import kinds
@@ -14,8 +16,7 @@ from pvchaos.kube.client import Kube
 from pvchaos.kube.objects import name, zone
 
 
-
-def _faults(cluster: ClusterHandle):  # type: ignore[no-untyped-def]
+def _faults(cluster: ClusterHandle) -> NodeFaults:
     if cluster.faults is None:
         raise RuntimeError(f"backend {cluster.backend} cannot fail nodes (no node-failure capability)")
     return cluster.faults
@@ -78,7 +79,7 @@ def fail_nodes(cleanup: Cleanup, cluster: ClusterHandle, nodes: list[NodeName], 
     """Fail several nodes at the same instant; every return is registered first."""
     faults = _faults(cluster)
     for n in nodes:
-        cleanup.push(f"restore node {n} ({what})", lambda n=n: faults.start_node(n))
+        cleanup.push(f"restore node {n} ({what})", partial(faults.start_node, n))
     faults.stop_nodes(list(nodes))
     still_up = [n for n in nodes if not faults.node_stopped(n)]
     if still_up:

@@ -15,7 +15,6 @@ from pvchaos.kube import kinds
 from pvchaos.kube.client import Kube
 from pvchaos.kube.objects import REGION_KEY
 
-
 Affinity = dict[str, Any]
 
 
@@ -43,5 +42,5 @@ def kubectl_merge_patch(cluster: ClusterHandle, kubectl: Path, pv: str, body: st
     if cluster.context:
         argv += ["--context", cluster.context]
     argv += ["patch", "pv", pv, "--type", "merge", "-p", body]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 

@@ -7,8 +7,8 @@ capability the cluster lacks skips with "backend X: no Y", it never fails for it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from enum import StrEnum
+from pathlib import Path
 from typing import Protocol
 
 from pvchaos.kube.errors import ClusterError

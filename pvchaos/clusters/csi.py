@@ -131,7 +131,8 @@ def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None
 
 def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: CsiOptions) -> list[str]:
     argv = [str(binary), f"--csi-address={paths.socket}", f"--kubeconfig={kubeconfig}", "--leader-election=false",
-            f"--feature-gates=Topology={str(options.topology).lower()}", f"--strict-topology={str(options.strict_topology).lower()}",
+            f"--feature-gates=Topology={str(options.topology).lower()}",
+            f"--strict-topology={str(options.strict_topology).lower()}",
             f"--immediate-topology={str(options.immediate_topology).lower()}", "--extra-create-metadata",
             f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
             f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",

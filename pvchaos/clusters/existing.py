@@ -191,7 +191,7 @@ class ExistingBackend:
 
     def _discover(self, kube: Kube, context: str, server: str, version: str) -> ClusterHandle:
         nodes = [as_dict(n) for n in kube.core.list_node().items]
-        zones = sorted({(n["metadata"].get("labels") or {}).get(ZONE_KEY) for n in nodes} - {None})
+        zones: list[str] = sorted({z for n in nodes if (z := (n["metadata"].get("labels") or {}).get(ZONE_KEY)) is not None})
         classes, default, provisioners = _describe_classes(as_dict(c) for c in kube.storage.list_storage_class().items)
         caps: set[str] = set()
         if len(zones) >= 2:

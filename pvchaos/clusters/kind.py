@@ -84,7 +84,7 @@ WAIT = "180s"
 # load, not a broken node, so the create is tried again (KindBackend._create_cluster).
 BOOT_TIMEOUT_TEXT = "could not find a log line that matches"
 BOOT_ATTEMPTS = 3
-SUBNET_POOL = ipaddress.ip_network("172.30.0.0/16")
+SUBNET_POOL = ipaddress.IPv4Network("172.30.0.0/16")
 
 # kind's known-issues remedy for "too many open files": every node's systemd, containerd
 # and kubelet take inotify instances from root's one budget (upstream default 128), and
@@ -441,7 +441,7 @@ class KindBackend:
     def _kind(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         assert self.engine is not None
         env = {**self.engine.env(), "KIND_EXPERIMENTAL_DOCKER_NETWORK": self.network}
-        return subprocess.run([str(ensure_kind()), *args], capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run([str(ensure_kind()), *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
     def prepare(self) -> None:
         """Everything that can be refused or built before a container exists: an engine,
@@ -497,7 +497,7 @@ class KindBackend:
             out = docker(self.engine, ["network", "inspect", "--format",
                                        "{{range .IPAM.Config}}{{.Subnet}} {{end}}", *nets], timeout=60).stdout
             taken += out.split()
-        routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+        routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, check=False).stdout
         taken += [line.split()[0] for line in routes.splitlines() if line and line.split()[0][0].isdigit()]
         return taken
 
@@ -573,7 +573,7 @@ class KindBackend:
         """kind's --wait covers the control plane; the suites need every worker Ready."""
         kubectl = ensure_binaries(self.k8s_version, only=("kubernetes",)).kubectl
         proc = subprocess.run([str(kubectl), "--kubeconfig", str(self.kubeconfig), "wait", "--for=condition=Ready",
-                               "nodes", "--all", "--timeout=120s"], capture_output=True, text=True, timeout=150)
+                               "nodes", "--all", "--timeout=120s"], capture_output=True, text=True, timeout=150, check=False)
         if proc.returncode != 0:
             raise ClusterError(f"kind cluster {self.cluster}: nodes not Ready within 120s: {last_line(proc)}"
                                f"{self._node_diagnosis()}")

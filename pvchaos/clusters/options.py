@@ -14,7 +14,7 @@ import argparse
 import difflib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,8 @@ class Options:
         "--allow-disruptive", "allow node/zone faults and label changes on a cluster pvchaos did not create",
         action="store_true"))
     allow_contexts: tuple[str, ...] = field(default=(), metadata=_opt(
-        "--allow-context", "a context name disruptive suites may run against (repeatable)", action="append", check=arguments.free_text))
+        "--allow-context", "a context name disruptive suites may run against (repeatable)", action="append",
+        check=arguments.free_text))
     keep_cluster: bool = field(default=False, metadata=_opt(
         "--keep-cluster", "leave shared clusters running after the run", action="store_true"))
     profile: str | None = field(default=None, metadata=_opt(
@@ -93,11 +94,13 @@ class Options:
     # -- `pvchaos run` only: rendered into pytest's own arguments ------------------------------
     suites: tuple[str, ...] = field(default=(), metadata=_opt(
         "--suites", "comma-separated suite names (default: all)", pytest=False, action="append", check=suite_names))
-    keyword: str | None = field(default=None, metadata=_opt("-k", "pytest -k expression", pytest=False, check=arguments.free_text))
+    keyword: str | None = field(default=None, metadata=_opt("-k", "pytest -k expression", pytest=False,
+                                                            check=arguments.free_text))
     workers: str = field(default="auto", metadata=_opt(
         "--workers", "parallel workers (pytest-xdist); 0 runs in one process", pytest=False, check=arguments.workers))
-    report_dir: Path = field(default_factory=lambda: default_report_dir(), metadata=_opt(
-        "--report-dir", "where the Allure results, report, JUnit XML and summary go", pytest=False, kind=Path, check=arguments.writable_dir))
+    report_dir: Path = field(default_factory=lambda: default_report_dir(), metadata=_opt(  # noqa: PLW0108  defined below
+        "--report-dir", "where the Allure results, report, JUnit XML and summary go", pytest=False, kind=Path,
+        check=arguments.writable_dir))
     pytest_args: tuple[str, ...] = ()  # after `--` on the command line, passed to pytest as they are
     paths: tuple[str, ...] = ()  # `pvchaos run PATH...`: the user's own suite files or directories
 
@@ -108,9 +111,14 @@ def default_report_dir() -> Path:
     return (REPO_ROOT / "reports") if (REPO_ROOT / "suites").is_dir() else Path.cwd() / "reports"
 
 
+def _default(f: Field[Any]) -> Any:
+    """A field's default, calling its factory where it has one (the report directory)."""
+    return f.default_factory() if f.default is MISSING and f.default_factory is not MISSING else f.default
+
+
 def _declared() -> list[tuple[str, Mapping[str, Any], Any]]:
     """(field name, metadata, default) of every option with a flag."""
-    return [(f.name, f.metadata, f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
+    return [(f.name, f.metadata, _default(f))
             for f in fields(Options) if f.metadata and (f.default is not MISSING or f.default_factory is not MISSING)]
 
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
+from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.existing import ExistingBackend
 from pvchaos.clusters.kind import KindBackend
 from pvchaos.clusters.local.cluster import LocalCluster, local_capabilities, missing_details
@@ -73,7 +73,7 @@ class ClusterRequest:
         unknown = set(kwargs) - known
         if unknown:
             raise ValueError(f"cluster marker: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
-        norm = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+        norm: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}  # checked by name above
         return cls(feature_gates=tuple(sorted(gates.items())), **norm)
 
     @property

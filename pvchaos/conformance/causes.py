@@ -28,8 +28,20 @@ from pvchaos.conformance.placement import UNSCHEDULABLE_TAINT
 from pvchaos.conformance.scheduler_message import SchedulerMessage, unmodeled_code
 from pvchaos.conformance.types import KubeObject, dig
 from pvchaos.conformance.verdicts import (
-    HOSTNAME_KEY, NODE_STATE_FILTERS, POD_FILTERS, RESOURCE_FILTERS, VOLUME_FILTERS, WFFC, ZONE_KEYS, ClaimState,
-    Exclusion, NodeVerdict, Scene, nodes_passing, pod_key, pod_requests,
+    HOSTNAME_KEY,
+    NODE_STATE_FILTERS,
+    POD_FILTERS,
+    RESOURCE_FILTERS,
+    VOLUME_FILTERS,
+    WFFC,
+    ZONE_KEYS,
+    ClaimState,
+    Exclusion,
+    NodeVerdict,
+    Scene,
+    nodes_passing,
+    pod_key,
+    pod_requests,
 )
 
 

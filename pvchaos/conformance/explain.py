@@ -18,7 +18,15 @@ from pvchaos.conformance import scheduler_message
 from pvchaos.conformance.causes import Cause, root_causes
 from pvchaos.conformance.types import KubeObject, dig
 from pvchaos.conformance.verdicts import (
-    ClaimState, Exclusion, NodeVerdict, Scene, claim_states, node_verdict, pod_key, pod_wide_exclusion, pvs_by_name,
+    ClaimState,
+    Exclusion,
+    NodeVerdict,
+    Scene,
+    claim_states,
+    node_verdict,
+    pod_key,
+    pod_wide_exclusion,
+    pvs_by_name,
 )
 
 __all__ = ["Agreement", "Cause", "ClaimState", "Exclusion", "Explanation", "NodeVerdict", "Scene", "explain"]
@@ -116,7 +124,8 @@ def explain(scene: Scene) -> Explanation:
     """Per-node verdicts, claim states, the root cause and the scheduler's agreement."""
     claims = claim_states(scene)
     pvs = pvs_by_name(scene)
-    verdicts = tuple(node_verdict(scene, node, claims, pvs) for node in sorted(scene.nodes, key=lambda n: str(dig(n, 'metadata', 'name', default=''))))
+    by_name = sorted(scene.nodes, key=lambda n: str(dig(n, 'metadata', 'name', default='')))
+    verdicts = tuple(node_verdict(scene, node, claims, pvs) for node in by_name)
     pod_wide = pod_wide_exclusion(claims)
     scheduler = agreement(scene, verdicts, pod_wide)
     causes = root_causes(scene, verdicts, claims, scheduler.parsed)

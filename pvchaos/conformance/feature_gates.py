@@ -13,7 +13,7 @@ SOURCE: str = _DATA["source"]
 DEPENDS: dict[str, str] = _DATA["depends"]  # gate -> the suites whose assertions depend on it
 # version -> gate -> (stage, default, locked to default); None: the version has no such gate
 STATES: dict[str, dict[str, tuple[str, bool, bool] | None]] = {
-    version: {gate: tuple(state) if state else None for gate, state in gates.items()}  # type: ignore[misc]
+    version: {gate: tuple(state) if state else None for gate, state in gates.items()}
     for version, gates in _DATA["by version"].items()}
 
 

@@ -9,7 +9,7 @@ A test that knowingly produced a violation (the tightening race) names the pods 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +22,10 @@ KubeObject = Mapping[str, Any]
 class Snapshot:
     """What the checker reads: pods, claims, volumes and nodes as Kubernetes JSON."""
 
-    pods: list[KubeObject] = field(default_factory=list)
-    claims: list[KubeObject] = field(default_factory=list)
-    volumes: list[KubeObject] = field(default_factory=list)
-    nodes: list[KubeObject] = field(default_factory=list)
+    pods: Sequence[KubeObject] = field(default_factory=list)
+    claims: Sequence[KubeObject] = field(default_factory=list)
+    volumes: Sequence[KubeObject] = field(default_factory=list)
+    nodes: Sequence[KubeObject] = field(default_factory=list)
     terminating_namespaces: frozenset[str] = frozenset()
 
 

@@ -7,8 +7,8 @@ Delete reclaim policy) deletes the volume.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 

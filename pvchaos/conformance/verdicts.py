@@ -13,16 +13,24 @@ pod's volume is only reachable on a tainted node" from "every node is tainted".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pvchaos.conformance.affinity import (
-    label_selector_matches, node_matches_pv_affinity, node_matches_selector, node_matches_topology_terms, toleration_tolerates_taint,
+    label_selector_matches,
+    node_matches_pv_affinity,
+    node_matches_selector,
+    toleration_tolerates_taint,
     untolerated_taints,
 )
 from pvchaos.conformance.claims import claim_class, explain_mismatch, find_matching_volume, requested_storage
 from pvchaos.conformance.placement import (
-    NO_PROVISIONER, SELECTED_NODE_ANNOTATION, UNSCHEDULABLE_TAINT, can_provision, pod_claim_keys, volume_zone_ok,
+    NO_PROVISIONER,
+    SELECTED_NODE_ANNOTATION,
+    UNSCHEDULABLE_TAINT,
+    can_provision,
+    pod_claim_keys,
+    volume_zone_ok,
 )
 from pvchaos.conformance.quantity import parse_quantity
 from pvchaos.conformance.types import KubeObject, dig
@@ -247,7 +255,7 @@ def claim_states(scene: Scene) -> list[ClaimState]:
         class_name = claim_class(pvc)
         storage_class = scene.classes.get(class_name)
         mode = dig(storage_class, "volumeBindingMode", default="Immediate") if storage_class else None
-        common = {"storage_class": class_name, "binding_mode": mode}
+        common: dict[str, Any] = {"storage_class": class_name, "binding_mode": mode}
         if dig(pvc, "metadata", "deletionTimestamp") is not None:
             out.append(ClaimState(key, "terminating", **common, detail=f"claim {key} is being deleted"))
         elif _is_bound(pvc):

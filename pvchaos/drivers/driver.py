@@ -42,7 +42,8 @@ class DriverError(RuntimeError):
 class Driver(Protocol):
     """A storage driver as the suites see it."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     @property
     def capabilities(self) -> frozenset[str]: ...

@@ -24,11 +24,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pvchaos.clusters.backend import Capability, ClusterHandle
 from pvchaos.conformance.affinity import node_matches_pv_affinity
 from pvchaos.drivers.driver import Driver
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
@@ -37,7 +38,6 @@ from pvchaos.kube.client import Kube
 from pvchaos.kube.errors import ConditionNotReached
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_for
-from pvchaos.kit.workspace import Workspace
 
 CANARY_TIMEOUT = 10.0
 BINDER, SCHEDULER, VOLUME_BINDING, PROVISIONER, NODE_LIFECYCLE = (
@@ -232,7 +232,7 @@ class _Canaries:
         while True:
             nodes = self.ws.nodes()
             leases = kinds.list_objects(self.ws.kube, "Lease", "kube-node-lease")[0]
-            problems = lease_problems(nodes, leases, datetime.now(timezone.utc))
+            problems = lease_problems(nodes, leases, datetime.now(UTC))
             if not problems:
                 return None
             if time.monotonic() > deadline:

@@ -15,14 +15,14 @@ import allure
 
 from pvchaos.conformance import invariants, messages, timings
 from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import objects as o
 from pvchaos.kube import snapshot
 from pvchaos.kube.errors import ExpectationFailed, WaitTimeout
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import State, describe, pod_cannot_run, pod_running, wait_for, wait_for_event, wait_for_state, wait_gone
-from pvchaos.kit import measure
-from pvchaos.kit.workspace import Workspace
 
 label = o.label  # suites wrote x.label(node, key) before kube.objects existed
 
@@ -65,12 +65,12 @@ def phase_now(ws: Workspace, kind: str, name: str, phase: str) -> Obj:
 
 
 @allure.step("PVC {claim} stays Pending: the controller reports {key}")
-def claim_stays_pending(ws: Workspace, claim: str, key: str, **fmt: object) -> Obj:
+def claim_stays_pending(ws: Workspace, claim: str, key: str, timeout: float = 60, **fmt: object) -> Obj:
     """A negative made observable: the controller's event proves it evaluated the claim
     and found nothing, then the claim must still be Pending. The controller only judges
     the PVs it has seen: callers wait for their PVs to be Available (set by the same
     controller) before creating the claim, else a later binding goes unseen."""
-    event(ws, "PersistentVolumeClaim", claim, key, **fmt)
+    event(ws, "PersistentVolumeClaim", claim, key, timeout, **fmt)
     return phase_now(ws, "PersistentVolumeClaim", claim, "Pending")
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import allure
 
 from pvchaos.conformance import messages
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import objects as o
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.objects import NOT_READY, UNREACHABLE, has_taint
 from pvchaos.kube.wait import wait_for
-from pvchaos.kit.workspace import Workspace
 
 __all__ = ["NOT_READY", "UNREACHABLE", "has_taint", "wait_node_ready", "wait_node_unreachable", "wait_taint_gone"]
 

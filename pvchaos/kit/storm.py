@@ -24,19 +24,21 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from pvchaos.chaos import components as chaos_components
 from pvchaos.chaos import nodes as chaos_nodes
 from pvchaos.clusters.local.memory import cluster_rss_mib
 from pvchaos.conformance import storm as judge
+from pvchaos.kit.storm_plan import ROLE_LABEL, NodeRef, StormObjects, StormShape, build
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import kinds, snapshot
 from pvchaos.kube import objects as o
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.errors import ConditionNotReached
 from pvchaos.kube.metrics import apiserver_metrics
 from pvchaos.kube.wait import State, wait_for_state
-from pvchaos.kit.storm_plan import ROLE_LABEL, NodeRef, StormObjects, StormShape, build
-from pvchaos.kit.workspace import Workspace
 
 THREADS = 16  # bulk creation: enough to keep the apiserver busy, few enough for 2 cores
 MUTATING = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
@@ -134,7 +136,7 @@ def create_many(kube: Kube, objs: Iterable[kinds.Obj], namespace: str | None, th
 class MemorySampler:
     """The cluster's resident memory every `interval` s in a thread; keeps the peak total."""
 
-    def __init__(self, directory: object, interval: float = 0.5):
+    def __init__(self, directory: Path | None, interval: float = 0.5):
         self.directory = directory
         self.interval = interval
         self.peak = 0.0
@@ -151,7 +153,7 @@ class MemorySampler:
         if self.directory is None:
             return
         try:
-            now = cluster_rss_mib(self.directory)  # type: ignore[arg-type]
+            now = cluster_rss_mib(self.directory)
         except (OSError, ValueError):
             return
         total = sum(now.values())
@@ -175,7 +177,7 @@ class Tracker:
                  what: str, role: str | None = None):
         self.kube, self.kind_name, self.namespace = kube, kind_name, namespace
         self.expected, self.goal, self.what = expected, goal, what
-        self.selectors = {"label_selector": f"{ROLE_LABEL}={role}"} if role else {}
+        self.selectors: dict[str, Any] = {"label_selector": f"{ROLE_LABEL}={role}"} if role else {}
         self.reached: dict[str, float] = {}
         self.good: set[str] = set()
         self.error: str | None = None

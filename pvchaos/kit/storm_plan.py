@@ -123,14 +123,15 @@ class StormObjects:
     def batches(self, parts: int) -> list[tuple[list[Obj], list[Obj], list[Obj]]]:
         """(claims, pods, statefulsets) in `parts` slices: pod i's claims are in the slice
         of pod i, so a slice can be created while the next waits (a storm under chaos)."""
+        def cut(items: list[Obj], k: int) -> list[Obj]:
+            n = len(items)
+            return items[n * k // parts: n * (k + 1) // parts]
+
         out = []
         for k in range(parts):
-            def cut(items: list[Obj]) -> list[Obj]:
-                n = len(items)
-                return items[n * k // parts: n * (k + 1) // parts]
-            pods = cut(self.pods)
+            pods = cut(self.pods, k)
             wanted = {c for p in pods for c in _claims_of(p)}
-            out.append(([c for c in self.claims if c["metadata"]["name"] in wanted], pods, cut(self.statefulsets)))
+            out.append(([c for c in self.claims if c["metadata"]["name"] in wanted], pods, cut(self.statefulsets, k)))
         return out
 
 
@@ -193,9 +194,8 @@ def build(shape: StormShape, nodes: Sequence[NodeRef], wffc_class: Obj, immediat
     return objs
 
 
-# Measured with bench/storm.py (the peak resident memory of all cluster processes; docs/scale.md)
-# on the per-zone KWOK layout: 60 nodes / 240 pods 805 MiB, 1,002 nodes / 4,000 pods 2,244 MiB.
-# With one KWOK process per node, it was 600 + 52/node + 0.5/pod.
+# Fitted to bench/storm.py's peak resident memory of all cluster processes on the per-zone
+# KWOK layout (docs/scale.md; the points are in docs/findings.md).
 COST = Cost(base_mib=700.0, per_node_mib=0.55, per_pod_mib=0.25)
 HEADROOM = 1.25  # the estimate is a fit; keep a quarter spare, and the harness itself needs some
 

@@ -12,6 +12,7 @@ object's undo, so nothing is deleted twice at teardown.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -83,7 +84,7 @@ class Workspace:
     def get(self, kind: str, name: str) -> Obj | None:
         return kinds.get(self.kube, kind, name, self._ns(kind))
 
-    def list(self, kind: str, **selectors: Any) -> list[Obj]:
+    def list(self, kind: str, **selectors: Any) -> builtins.list[Obj]:
         """Objects of a kind in this test's namespace (cluster-wide for a cluster-scoped kind)."""
         return kinds.list_objects(self.kube, kind, self._ns(kind), **selectors)[0]
 
@@ -147,13 +148,13 @@ class Workspace:
 
     # ---- topology, read from the cluster (never hard-coded node names) ------------------
 
-    def nodes(self, zone: str | None = None) -> list[Obj]:
+    def nodes(self, zone: str | None = None) -> builtins.list[Obj]:
         """The nodes workloads run on, sorted by name, optionally of one zone. A
         control-plane Node (kind's; tainted, in no zone) is left out."""
         nodes = sorted((n for n in self.list("Node") if not o.is_control_plane(n)), key=o.name)
         return [n for n in nodes if zone is None or o.zone(n) == zone]
 
-    def zones(self) -> list[str]:
+    def zones(self) -> builtins.list[str]:
         """The zones the nodes are in, sorted."""
         return sorted({z for n in self.nodes() if (z := o.zone(n))})
 

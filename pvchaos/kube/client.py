@@ -13,6 +13,7 @@ from typing import Any
 import urllib3
 from kubernetes import client, config
 
+
 @dataclass(frozen=True)
 class Kube:
     """Typed API groups sharing one connection."""
@@ -65,7 +66,8 @@ def as_dict(obj: Any) -> dict[str, Any]:
     """An API object (typed model or dict) as Kubernetes JSON."""
     if isinstance(obj, dict):
         return obj
-    return client.ApiClient().sanitize_for_serialization(obj)
+    json: dict[str, Any] = client.ApiClient().sanitize_for_serialization(obj)
+    return json
 
 
 def name_of(obj: dict[str, Any]) -> str:

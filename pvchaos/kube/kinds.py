@@ -36,10 +36,10 @@ class Kind:
     def call(self, kube: Kube, verb: str, all_namespaces: bool = False) -> ApiCall:
         """The client method for `verb` (list, read, create, replace, delete, patch)."""
         api = getattr(kube, self.group)
-        if self.namespaced and all_namespaces:
-            return getattr(api, f"{verb}_{self.snake}_for_all_namespaces")
         scope = "namespaced_" if self.namespaced else ""
-        return getattr(api, f"{verb}_{scope}{self.snake}")
+        name = f"{verb}_{self.snake}_for_all_namespaces" if self.namespaced and all_namespaces else f"{verb}_{scope}{self.snake}"
+        method: ApiCall = getattr(api, name)
+        return method
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (

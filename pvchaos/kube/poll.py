@@ -27,7 +27,7 @@ def poll_until(check: Callable[[], T | None], timeout: float, what: str, interva
             raise _Aborted(reason)
         try:
             value = check()
-        except Exception as exc:  # noqa: BLE001 - we report the last failure on timeout
+        except Exception as exc:  # any failure: we report the last one on timeout
             last[0] = f"{type(exc).__name__}: {exc}"
             raise _NotYet from exc
         if value is None:

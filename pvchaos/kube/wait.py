@@ -107,10 +107,10 @@ def wait_for_state(
             raise ApiUnreachable(f"API server stopped answering while waiting {timeout:.0f}s for {kind_name}{where}: "
                                  f"{expect} (last error: {_one_line(exc)})") from None
         shown = focus(state) if focus else (next(iter(state.values())) if len(state) == 1 else None)
-        seen = describe(shown, kube) if shown is not None else _summary(state)
+        last_seen = describe(shown, kube) if shown is not None else _summary(state)
         cause = "" if isinstance(exc, _NotYet) else f" (last error: {_one_line(exc)})"
         raise ConditionNotReached(f"timed out after {timeout:.0f}s waiting for {kind_name}{where}: {expect}{cause}\n"
-                                  f"last seen:\n{seen}") from None
+                                  f"last seen:\n{last_seen}") from None
     except _Failed as exc:
         shown = focus(state) if focus else (next(iter(state.values())) if len(state) == 1 else None)
         raise WaitFailed(f"{kind_name}: {exc.reason}; expected: {expect}\nlast seen:\n"

@@ -8,28 +8,38 @@ See docs/writing-suites.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import allure
+import pluggy
 import pytest
 
 from pvchaos import moved
-
 from pvchaos.clusters.backend import Capability
 from pvchaos.clusters.options import Options, add_options, check_feature_gates, check_options, from_values
 from pvchaos.clusters.topology import Topology
 from pvchaos.conformance import invariants
-from pvchaos.kube import snapshot
-from pvchaos.kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
-from pvchaos.plugin import csi_calls, evidence, hookspecs, interrupts, summary, upgrade_options
-from pvchaos.plugin import sharding
-from pvchaos.runner import available_memory_mib
+from pvchaos.kube import snapshot
+from pvchaos.kube.errors import CanaryFailed, InvariantViolation
+from pvchaos.plugin import csi_calls, evidence, hookspecs, interrupts, sharding, summary, upgrade_options
 from pvchaos.plugin.fixtures import (
-    CANARY_KEY, WORKSPACE_KEY, canary_results, cluster, cluster_pool, cluster_request, driver, driver_profile, kube, kubectl,
-    declared_canaries, needed_capabilities, ws,
+    CANARY_KEY,
+    WORKSPACE_KEY,
+    canary_results,
+    cluster,
+    cluster_pool,
+    cluster_request,
+    declared_canaries,
+    driver,
+    driver_profile,
+    kube,
+    kubectl,
+    needed_capabilities,
+    ws,
 )
+from pvchaos.runner import available_memory_mib
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 moved.install()  # suites written against the old top-level names still import, with a warning
@@ -153,7 +163,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, pluggy.Result[None], None]:
     """After a passing test body, the cluster invariants must hold too."""
     if "cluster" in getattr(item, "fixturenames", ()):  # one line per suite module on the report's overview
         allure.dynamic.parent_suite(item.path.stem.removeprefix("test_"))
@@ -168,7 +178,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
     workspace = item.stash.get(WORKSPACE_KEY, None)

@@ -19,10 +19,10 @@ from pathlib import Path
 import allure
 
 from pvchaos.clusters.csi import CsiPaths
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
 from pvchaos.kube.poll import PollTimeout, poll_until
-from pvchaos.kit.workspace import Workspace
 
 PUBLISH_WAIT = 5.0  # an attach the attach/detach controller has asked for lands within this
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import allure
 import yaml
 
+from pvchaos.explain import explain_pod_text, is_unscheduled_pending
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
 from pvchaos.kube.kinds import event_lines
 from pvchaos.kube.wait import describe
-from pvchaos.explain import explain_pod_text, is_unscheduled_pending
-from pvchaos.kit.workspace import Workspace
 
 
 def attach(ws: Workspace) -> None:

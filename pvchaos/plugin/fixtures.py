@@ -18,6 +18,7 @@ from typing import NoReturn
 import allure
 import pytest
 
+from pvchaos.certification import MISSING_LABEL, SOURCE_LABEL
 from pvchaos.chaos import leaks
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterError, ClusterHandle
 from pvchaos.clusters.existing import disruption_refusal
@@ -28,12 +29,11 @@ from pvchaos.clusters.options import Options, from_values
 from pvchaos.clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Teardown
 from pvchaos.drivers.driver import Driver, driver_for, missing_for
 from pvchaos.drivers.profile import DriverProfile, load_profile
+from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.errors import CanaryFailed
-from pvchaos.certification import MISSING_LABEL, SOURCE_LABEL
-from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
-from pvchaos.kit.workspace import Workspace
 from pvchaos.plugin import what_ran
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION

@@ -90,6 +90,6 @@ def worker_finished(session: pytest.Session, exitstatus: int) -> None:
     received = session.config.stash.get(RECEIVED, [])
     if not is_worker(session.config) or not received or exitstatus != pytest.ExitCode.INTERRUPTED:
         return
-    out = session.config.workeroutput  # type: ignore[attr-defined]
+    out = session.config.workeroutput  # type: ignore[attr-defined]  # xdist sets it on its workers
     out["exitstatus"] = int(pytest.ExitCode.TESTS_FAILED)
     out["shouldstop"] = f"interrupted by {signal.Signals(received[0]).name}"

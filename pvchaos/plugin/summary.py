@@ -9,8 +9,9 @@ turns this one off (`--no-pvchaos-summary`), so a run shows it once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 
+import pluggy
 import pytest
 
 from pvchaos.kit import measure
@@ -27,7 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """Move what the test measured onto its report, once per test (at teardown)."""
     if call.when == "setup":
         measure.RECORDED.clear()
@@ -64,7 +66,7 @@ class SessionTable:
         for key, value in report.user_properties:
             if isinstance(key, str) and key.startswith(MEASURED):
                 try:
-                    timings.append((key.removeprefix(MEASURED), float(value)))
+                    timings.append((key.removeprefix(MEASURED), float(str(value))))
                 except (TypeError, ValueError):
                     continue
         self.rows[report.nodeid] = (suite, outcome, seconds, timings)

@@ -108,7 +108,7 @@ def _run_go(args: list[str], cwd: Path, log: Path, what: str, extra_env: dict[st
         with log.open("a") as out:
             out.write(f"$ (cd {cwd} && {' '.join(args)})\n")
             out.flush()
-            proc = subprocess.run(args, cwd=cwd, env=_go_env(extra_env), stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.run(args, cwd=cwd, env=_go_env(extra_env), stdout=out, stderr=subprocess.STDOUT, check=False)
     finally:
         done.set()
     if proc.returncode != 0:
@@ -122,7 +122,7 @@ def _upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
     with log.open("a") as out:
         proc = subprocess.run(
             [go, "mod", "download", "-json", f"{module}@{version}"],
-            cwd=workdir, env=_go_env(), capture_output=True, text=True,
+            cwd=workdir, env=_go_env(), capture_output=True, text=True, check=False,
         )
         out.write(proc.stdout + proc.stderr)
     if proc.returncode != 0:
@@ -145,7 +145,7 @@ def served_releases(module: str = "k8s.io/kubernetes") -> list[str]:
     proxy cannot be asked."""
     go = _require_go()
     proc = subprocess.run([go, "list", "-m", "-versions", module], env=_go_env(), capture_output=True,
-                          text=True, timeout=60, cwd=tempfile.gettempdir())
+                          text=True, timeout=60, cwd=tempfile.gettempdir(), check=False)
     if proc.returncode != 0:
         return []
     found = [v for v in proc.stdout.split()[1:] if "-" not in v]
@@ -243,18 +243,6 @@ def build_kwokctl(version: str = DEFAULT_KWOK_VERSION, log: Path | None = None) 
     log = log or cache_root() / "build-logs" / f"kwokctl-{version}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     _go_install("kwokctl", version, target, log)
-    return target
-    go = _require_go()
-    log = log or cache_root() / "build-logs" / f"kwokctl-{version}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    _log(f"building kwokctl {version} ...")
-    with tempfile.TemporaryDirectory(prefix="pvchaos-gobin-") as gobin:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        _run_go([go, "install", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwokctl@{version}"],
-                out_dir, log, f"build kwokctl {version}", {"GOBIN": gobin, "GOFLAGS": "-buildvcs=false"})
-        _install(Path(gobin) / "kwokctl", target)
-    _log(f"built kwokctl {version} in {time.monotonic() - start:.0f}s")
     return target
 
 

@@ -61,7 +61,7 @@ def _module_dir(sidecar: Sidecar, log: Path) -> Path:
     """The module's extracted directory in the module cache (downloaded if needed)."""
     go = _require_go()
     proc = subprocess.run([go, "mod", "download", "-json", f"{sidecar.module}@{sidecar.version}"],
-                          cwd=tempfile.gettempdir(), env=_go_env(), capture_output=True, text=True)
+                          cwd=tempfile.gettempdir(), env=_go_env(), capture_output=True, text=True, check=False)
     with log.open("a") as out:
         out.write(proc.stdout + proc.stderr)
     try:

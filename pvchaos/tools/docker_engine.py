@@ -69,10 +69,10 @@ def docker(engine: Engine, args: Sequence[str], timeout: float = 900,
     """The one place `docker` runs against an engine; the caller judges the status."""
     if stdin is not None:
         proc = subprocess.run(["docker", *args], input=stdin, capture_output=True, timeout=timeout,
-                              env=engine.env())
+                              env=engine.env(), check=False)
         return subprocess.CompletedProcess(proc.args, proc.returncode,
                                            proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=engine.env())
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=engine.env(), check=False)
 
 
 def last_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -87,7 +87,7 @@ def answers(host: str, timeout: float = 10) -> bool:
         return False
     try:
         proc = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
-                              text=True, timeout=timeout, env={**os.environ, "DOCKER_HOST": host})
+                              text=True, timeout=timeout, env={**os.environ, "DOCKER_HOST": host}, check=False)
     except subprocess.TimeoutExpired:
         return False
     return proc.returncode == 0 and bool(proc.stdout.strip())
@@ -160,7 +160,7 @@ def _install_docker_io() -> None:
     _log("no Docker engine answers and dockerd is missing: installing Debian's docker.io")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "docker.io"]):
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
         if proc.returncode != 0:
             raise EngineError(f"kind backend: `{' '.join(argv)}` failed: {last_line(proc)}")
 

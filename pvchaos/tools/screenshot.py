@@ -113,7 +113,7 @@ def _unfilter(kind: int, line: bytearray, prev: bytes, bpp: int) -> bytearray:
     if kind == 0:
         return line
     if kind == 2:
-        return bytearray((a + b) & 0xFF for a, b in zip(line, prev))
+        return bytearray((a + b) & 0xFF for a, b in zip(line, prev, strict=False))  # a truncated last row is short
     out = bytearray(line)
     for i in range(len(out)):
         left = out[i - bpp] if i >= bpp else 0

@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from pvchaos.tools.nodeimage.recipe import KIND_VERSION
 from pvchaos.tools.build import REPO_ROOT, cache_root
-
+from pvchaos.tools.nodeimage.recipe import KIND_VERSION
 
 # A stand-in executable: appends its argv (as JSON) to $FAKE_LOG, then behaves as the
 # environment says: FAKE_<TOOL>_<SUBCOMMAND>_RC / _OUT / _ERR, e.g. FAKE_DOCKER_INFO_RC=1.
@@ -91,7 +90,7 @@ def kindcheck(tmp_path_factory: pytest.TempPathFactory) -> Path:
     go = _go()
     out = tmp_path_factory.mktemp("kindcheck") / "kindcheck"
     proc = subprocess.run([go, "build", "-o", str(out), "."], cwd=REPO_ROOT / "pvchaos" / "tools" / "kindcheck",
-                          env=_go_env(), capture_output=True, text=True, timeout=600)
+                          env=_go_env(), capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, f"building pvchaos/tools/kindcheck failed: {proc.stderr[-2000:]}"
     return out
 
@@ -104,7 +103,7 @@ def kind_binary() -> Path:
         go = _go()
         target.parent.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run([go, "install", f"sigs.k8s.io/kind@{KIND_VERSION}"], cwd=target.parent,
-                              env=_go_env(GOBIN=str(target.parent)), capture_output=True, text=True, timeout=900)
+                              env=_go_env(GOBIN=str(target.parent)), capture_output=True, text=True, timeout=900, check=False)
         assert proc.returncode == 0, f"go install sigs.k8s.io/kind@{KIND_VERSION} failed: {proc.stderr[-2000:]}"
     return target
 

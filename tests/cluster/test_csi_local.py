@@ -18,15 +18,14 @@ from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.topology import HOSTNAME_KEY, ZONE_KEY, Topology
 from pvchaos.drivers.driver import HarnessDriver
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.wait import phase_is, pod_running, wait_for, wait_for_state
-from pvchaos.kit.workspace import Workspace
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER
-
 from tests.cluster.test_lifecycle import assert_nothing_left
 
 

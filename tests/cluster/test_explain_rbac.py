@@ -10,11 +10,11 @@ import pytest
 import yaml
 from kubernetes import client
 
-from pvchaos.kube import builders as b
-from pvchaos.kube import objects as o
 from pvchaos import cli
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube import objects as o
 
 pytestmark = [pytest.mark.needs("zones", "static-pv")]
 READ = ["get", "list", "watch"]
@@ -75,7 +75,8 @@ def test_bad_input_is_one_line(ws: Workspace, tmp_path: Path, capsys: pytest.Cap
                         f"is not Pending (phase Running): it runs on node {x.node_of(ws, 'runs')['metadata']['name']}"),
         "unreachable": (["explain", "x", "--kubeconfig", str(unreachable_kubeconfig(tmp_path))],
                         "cannot reach the API server at https://127.0.0.1:1"),
-        "no kubeconfig": (["explain", "x", "--kubeconfig", str(tmp_path / "none")], "--kubeconfig: " + str(tmp_path / "none") + ": no such file"),
+        "no kubeconfig": (["explain", "x", "--kubeconfig", str(tmp_path / "none")],
+                          "--kubeconfig: " + str(tmp_path / "none") + ": no such file"),
         "pod and --all-pending": (["explain", "x", "--all-pending", "--kubeconfig", kubeconfig], "name one POD"),
     }
     for what, (argv, wanted) in cases.items():

@@ -85,7 +85,7 @@ def test_a_teams_project_runs_from_a_fresh_virtualenv_with_plain_pytest_and_pvch
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
 
     done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "tests", "--zones=2"], cwd=project,
-                          env=env, capture_output=True, text=True, timeout=900)
+                          env=env, capture_output=True, text=True, timeout=900, check=False)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-5000:]
     assert "6 passed" in out, out[-3000:]
@@ -93,7 +93,7 @@ def test_a_teams_project_runs_from_a_fresh_virtualenv_with_plain_pytest_and_pvch
     assert "pvchaos summary" in out and re.search(r"^volume_scheduling\s+5\s+0", out, re.M), out[-3000:]
 
     done = subprocess.run([str(venv / "bin" / "pvchaos"), "run", "tests", "--zones", "2", "--workers", "1"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=1200)
+                          cwd=project, env=env, capture_output=True, text=True, timeout=1200, check=False)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-5000:]
     assert re.search(r"^(test_)?volume_scheduling\s+5\s+0", out, re.M), out[-3000:]  # Allure names the module

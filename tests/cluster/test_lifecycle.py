@@ -26,22 +26,21 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
-from pvchaos.clusters.local import cluster as cluster_module
 from pvchaos.clusters.csi import DRIVER_NAME
+from pvchaos.clusters.local import cluster as cluster_module
 from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import CONTROLLER_LABEL, LocalClusterConfig
 from pvchaos.clusters.local.registry import ClusterState, sweep_orphans
 from pvchaos.clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
 from pvchaos.drivers.driver import DriverError, ProfileDriver
 from pvchaos.drivers.profile import parse_profile
-from pvchaos.kube import builders
-from pvchaos.kube import kinds
+from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders, kinds
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube, connect, name_of
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.poll import poll_until
 from pvchaos.kube.wait import WaitTimeout, phase_is, pod_cannot_run, pod_running, wait_for, wait_for_state
-from pvchaos.kit.workspace import Workspace
 from pvchaos.tools.build import REPO_ROOT, BuildError, ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
@@ -481,7 +480,7 @@ def probe(tmp_path: Path, state_dir: Path, mode: str) -> Iterator[Probe]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", str(tmp_path / "test_probe.py"), "-p", "no:cacheprovider",
              "--rootdir", str(tmp_path), "-q", "--zones", "1", "--nodes-per-zone", "1"],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal)
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal)  # noqa: PLW1509  one signal() call, no locks
     try:
         yield Probe(proc, tmp_path / "state-copy.json", log, state_dir)
     finally:

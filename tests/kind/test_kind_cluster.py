@@ -78,7 +78,7 @@ def _containers(backend: KindBackend) -> list[str]:
 def kubectl(handle: ClusterHandle, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     binary = ensure_binaries(DEFAULT_K8S_VERSION, only=("kubernetes",)).kubectl
     return subprocess.run([str(binary), "--kubeconfig", str(handle.kubeconfig), *args], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, check=False)
 
 
 def node(handle: ClusterHandle, name: str) -> dict:

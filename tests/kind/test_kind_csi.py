@@ -52,7 +52,7 @@ def csi_cluster() -> Iterator[tuple[KindBackend, ClusterHandle]]:
 def kubectl(handle: ClusterHandle, *args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
     binary = ensure_binaries(DEFAULT_K8S_VERSION, only=("kubernetes",)).kubectl
     return subprocess.run([str(binary), "--kubeconfig", str(handle.kubeconfig), *args], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, check=False)
 
 
 def get(handle: ClusterHandle, *args: str) -> dict:
@@ -173,7 +173,7 @@ spec:
         assert kubectl(handle, "apply", "-f", str(reader)).returncode == 0
         waited = kubectl(handle, "-n", ns, "wait", "--for=condition=Ready", "pod/reader", "--timeout=150s")
         assert waited.returncode == 0, waited.stderr + kubectl(handle, "-n", ns, "describe", "pod", "reader").stdout
-        assert eventually(lambda: kubectl(handle, "-n", ns, "logs", "reader").stdout.strip(),
+        assert eventually(lambda: kubectl(handle, "-n", ns, "logs", "reader").stdout.strip(),  # noqa: PLW0108  re-run each try
                           "reader's log") == "written-by-pod"
         (va,) = [va for va in get(handle, "volumeattachment")["items"]
                  if va["spec"]["source"].get("persistentVolumeName") == pv_name]

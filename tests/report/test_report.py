@@ -10,8 +10,8 @@ render in headless Chromium.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys

@@ -22,8 +22,9 @@ CHAOS_BREAKAGE = ("tests.selfcheck.chaos_breakage", "PVCHAOS_CHAOS_BREAK")
 # breakage -> (plugin module, environment variable)
 PLUGIN_OF: dict[str, tuple[str, str]] = {
     **{b: BROKEN_CLUSTER for b in ("volumebinding", "pv-binder", "provisioner", "nodeaffinity",
-                                   "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach", "no-capacity-tracking", "csi-no-topology",
-                                   "nodevolumelimits", "pod-gc", "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
+                                   "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach",
+                                   "no-capacity-tracking", "csi-no-topology", "nodevolumelimits", "pod-gc",
+                                   "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }

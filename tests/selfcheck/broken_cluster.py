@@ -13,7 +13,8 @@ Breakages (what a real cluster gets wrong, made on purpose):
 - `pv-binder`: kube-controller-manager without `persistentvolume-binder-controller`
   (the 1.35 name): no claim ever binds, no PVC events, no reclaim;
 - `provisioner`: the external-provisioner (on a test-double cluster, the test
-  provisioner) is stopped right after the cluster starts. The cluster still declares `dynamic-zonal`, as a cluster whose CSI driver
+  provisioner) is stopped right after the cluster starts. The cluster still declares
+  `dynamic-zonal`, as a cluster whose CSI driver
   crashed would: starting it with `provisioner=False` instead would make the dynamic
   tests skip ("backend local: no dynamic-zonal"), which proves nothing.
 - `nodeaffinity`: kube-scheduler without its NodeAffinity plugin: nodeSelector and node

@@ -4,8 +4,8 @@ Each case runs the default suites (every file in suites/) in a pytest subprocess
 clusters `broken_cluster.py` breaks, with the canaries on, and checks that:
 - the run fails, and the tests that rely on the broken behaviour cost under two minutes
   of test time together (JUnit times, cluster start and canaries included), where without
-  canaries each waits out its own 60-90 s timeouts (978 s for the default run with the PV
-  binder off); the tests that do not rely on it take their usual time, as they must;
+  canaries each waits out its own 60-90 s timeouts (docs/findings.md has the total for
+  the default run with the PV binder off); the tests that do not rely on it take their usual time, as they must;
 - the first failure in the report is a `CanaryFailed` whose diagnosis names the broken
   component;
 - tests that do not rely on the broken behaviour still run and pass (the run goes on).

@@ -35,18 +35,18 @@ from pvchaos.chaos.labels import set_node_labels
 from pvchaos.clusters.topology import HOSTNAME_KEY, ZONE_KEY
 from pvchaos.conformance import messages
 from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import State, wait_for_state
-from pvchaos.kit.workspace import Workspace
 
 pytestmark = [
     allure.epic("Self-verification"),
     allure.feature("Oracle against kube-scheduler"),
     pytest.mark.disruptive,  # relabels nodes: a fresh cluster of its own
-    # The PV controller binds 50 pre-bound pairs a round with ~5 writes each; at the
-    # default 20 QPS that alone took 14 s a round.
+    # The PV controller binds 50 pre-bound pairs a round with ~5 writes each: the default
+    # 20 QPS would make the client's rate limit most of a round.
     pytest.mark.cluster(extra_kcm_flags=("--kube-api-qps=500", "--kube-api-burst=1000")),
     pytest.mark.slow,
     pytest.mark.needs("node-labels", "static-pv"),

@@ -41,7 +41,7 @@ BROKEN = Case("no-reschedule", {WFFC: r"ConditionNotReached: timed out after 30s
                                       r"changed from zone-\S+"},
               must_pass=(IMMEDIATE,))
 CONTROL = Case("", {}, must_pass=(WFFC, IMMEDIATE))
-RUN_TIMEOUT = 540.0  # measured 2-5 min on a shared 2-CPU machine
+RUN_TIMEOUT = 540.0  # about twice the longest run seen on a shared 2-CPU machine (docs/findings.md)
 
 
 def _command(case: Case, junit: Path) -> list[str]:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pvchaos.kit.canaries import (
-    BINDER, NODE_LIFECYCLE, PROVISIONER, SCHEDULER, VOLUME_BINDING, CanaryResult, first_failure, lease_problems,
+    BINDER,
+    NODE_LIFECYCLE,
+    PROVISIONER,
+    SCHEDULER,
+    VOLUME_BINDING,
+    CanaryResult,
+    first_failure,
+    lease_problems,
     relied_on,
 )
 
@@ -32,7 +39,7 @@ def test_the_first_failed_relied_on_canary_is_reported() -> None:
     assert first_failure(results, [VOLUME_BINDING]) is None  # not run here: nothing to blame
 
 
-NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=UTC)
 
 
 def _node(name: str, ready: str = "True", control_plane: bool = False) -> dict:

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from pvchaos.certification import (
-    MISSING_LABEL, SOURCE_LABEL, BehaviourResult, redact, render_certification, results_from_allure,
+    MISSING_LABEL,
+    SOURCE_LABEL,
+    BehaviourResult,
+    redact,
+    render_certification,
+    results_from_allure,
     write_allure_summary,
 )
 from pvchaos.drivers.profile import parse_profile

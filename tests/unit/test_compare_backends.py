@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pvchaos import compare_backends as cmp
 from pvchaos.results import merge_into
 from pvchaos.runner import UsageError, backends_of
-
-import pytest
 
 
 def result(name: str, status: str, module: str = "test_zone_outage", stop: int = 1) -> dict:

@@ -113,7 +113,8 @@ def test_a_stack_that_starts_is_stopped_by_its_book(tmp_path: Path) -> None:
              "addr = next(a for a in sys.argv if a.startswith('--endpoint=')).split('unix://')[1]\n"
              "s = socket.socket(socket.AF_UNIX); s.bind(addr); s.listen(); time.sleep(60)")
     bins = csi.CsiBinaries(_fake(tmp_path, "driver", serve),
-                           _fake(tmp_path, "prov", "import time; print('Started provisioner controller', flush=True); time.sleep(60)"),
+                           _fake(tmp_path, "prov",
+                                 "import time; print('Started provisioner controller', flush=True); time.sleep(60)"),
                            _fake(tmp_path, "att", "import time; print('Starting CSI attacher', flush=True); time.sleep(60)"))
     paths = csi.paths_for(tmp_path)
     book = csi.ProcessBook(paths, marker=str(tmp_path))

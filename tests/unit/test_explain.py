@@ -48,7 +48,8 @@ def test_disagreement_is_reported_not_hidden() -> None:
 
 
 def test_old_wording_is_read_for_old_minors_only() -> None:
-    msg = "0/4 nodes are available: 1 node(s) had volume node affinity conflict, 3 node(s) didn't match Pod's node affinity/selector."
+    msg = ("0/4 nodes are available: 1 node(s) had volume node affinity conflict, "
+           "3 node(s) didn't match Pod's node affinity/selector.")
     base = dict(claims=[pvc("data", "fast", volume="pv-a", phase="Bound")],
                 pvs=[pv("pv-a", terms([(ZONE, "In", ["a"])]), claim="data", cls="fast")], classes=[IMMEDIATE],
                 events=[failed_scheduling(msg)])

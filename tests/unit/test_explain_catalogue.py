@@ -15,7 +15,20 @@ from pvchaos.conformance.explain import explain
 from pvchaos.conformance.remedy import fixes
 from pvchaos.conformance.verdicts import Scene
 from tests.unit.explain_scenes import (
-    HOST, NODES, NS, ZONE, command_problems, failed_scheduling, node, pod, pv, pvc, sc, scene, scene_names, terms,
+    HOST,
+    NODES,
+    NS,
+    ZONE,
+    command_problems,
+    failed_scheduling,
+    node,
+    pod,
+    pv,
+    pvc,
+    sc,
+    scene,
+    scene_names,
+    terms,
 )
 
 IMM = sc("fast", mode="Immediate")

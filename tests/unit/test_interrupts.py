@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pvchaos.clusters.options import check_feature_gates
 from pvchaos import cli, runner, supervise
+from pvchaos.clusters.options import check_feature_gates
 from pvchaos.plugin import interrupts
-from pvchaos.runner import RunRequest, UsageError
+from pvchaos.runner import RunRequest
 from pvchaos.tools.gates import parse_gate_list
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,6 +31,6 @@ def test_every_module_of_pvchaos_is_in_a_layer() -> None:
 
 def test_import_contracts_are_kept() -> None:
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
-    done = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "0 broken" in done.stdout

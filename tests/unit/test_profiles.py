@@ -11,8 +11,13 @@ import yaml
 from pvchaos.clusters.backend import Capability
 from pvchaos.clusters.topology import Topology
 from pvchaos.drivers.profile import (
-    ProfileError, check_against_cluster, effective_capabilities, harness_capabilities, load_profile,
-    parse_profile, skip_reason,
+    ProfileError,
+    check_against_cluster,
+    effective_capabilities,
+    harness_capabilities,
+    load_profile,
+    parse_profile,
+    skip_reason,
 )
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "driver-profile.yaml"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pvchaos.clusters import options
 from pvchaos import runner
 from pvchaos.cli import parse as cli_parse
+from pvchaos.clusters import options
 from pvchaos.runner import RunRequest, UsageError
 from pvchaos.tools import feature_gates as tools_gates
 
@@ -70,7 +70,7 @@ def test_pytest_argv_carries_every_option(tmp_path: Path) -> None:
 def test_cli_bad_input_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
     env = dict(os.environ, PVCHAOS_STATE_DIR=str(tmp_path / "state"))
     done = subprocess.run([sys.executable, "-m", "pvchaos", "run", "--suites", "nope", "--report-dir",
-                           str(tmp_path / "r")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+                           str(tmp_path / "r")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "unknown suite" in done.stderr
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())

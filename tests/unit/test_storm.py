@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from pvchaos import runner
 from pvchaos.clusters.local.config import LocalClusterConfig, controller_manager_args, scheduler_config_yaml
 from pvchaos.clusters.options import Options
 from pvchaos.conformance import storm as judge
 from pvchaos.conformance.invariants import Snapshot
-from pvchaos import runner
 from pvchaos.kit import storm_plan as plan
 from pvchaos.plugin import scale_problem
 

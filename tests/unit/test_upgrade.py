@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pvchaos import cli
 from pvchaos.clusters.local import config as flags
 from pvchaos.clusters.local.config import MUTABLE_PV_GATE, LocalClusterConfig
 from pvchaos.clusters.local.upgrade_plan import (
@@ -20,9 +21,8 @@ from pvchaos.clusters.local.upgrade_plan import (
 )
 from pvchaos.conformance import stability
 from pvchaos.conformance.invariants import Snapshot
-from pvchaos import cli
-from pvchaos.upgrade_command import check_versions, request
 from pvchaos.tools.versions import RULE_NO_DOWNGRADE, RULE_ONE_MINOR, release, skew_refusal
+from pvchaos.upgrade_command import check_versions, request
 
 D = Path("/state/c1")
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from pvchaos import runner, version_matrix
 from pvchaos.clusters.local.cluster import missing_details
 from pvchaos.clusters.local.config import LocalClusterConfig, gates_for_version
 from pvchaos.clusters.options import Options
-from pvchaos import runner, version_matrix
 from pvchaos.compare_runs import Run
 
 

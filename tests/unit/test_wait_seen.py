@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pvchaos.kube import wait
 from pvchaos.kit.storm import Tracker
+from pvchaos.kube import wait
 
 
 def pod(name: str, phase: str) -> dict[str, Any]:

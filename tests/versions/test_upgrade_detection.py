@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.selfcheck.broken_cluster import BREAK_ENV, PV_BINDER
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
+from tests.selfcheck.broken_cluster import BREAK_ENV, PV_BINDER
 
 ROOT = Path(__file__).resolve().parents[2]
 FROM_VERSION = os.environ.get("PVCHAOS_UPGRADE_FROM", DEFAULT_K8S_VERSION)

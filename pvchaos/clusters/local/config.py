@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.topology import NodeSpec, Topology
@@ -20,11 +20,21 @@ MUTABLE_PV_GATE = "MutablePVNodeAffinity"
 GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
 RESCHEDULE_MODES = ("guarded", "library", "off")
 PROVISIONER_KINDS = ("csi", "test-double")
+
+
+class Timings(TypedDict, total=False):
+    """Timing fields of LocalClusterConfig that a cluster's size may override."""
+
+    node_lease_seconds: int
+    node_monitor_grace_seconds: int
+    node_monitor_period_seconds: int
+    pv_sync_seconds: int
+
 # Upstream's defaults for what our small clusters shorten: kubelet's nodeLeaseDurationSeconds,
 # the controller-manager's --node-monitor-grace-period (50 s since 1.32), --node-monitor-period
 # and --pvclaimbinder-sync-period.
-UPSTREAM_TIMINGS = {"node_lease_seconds": 40, "node_monitor_grace_seconds": 50,
-                    "node_monitor_period_seconds": 5, "pv_sync_seconds": 15}
+UPSTREAM_TIMINGS: Timings = {"node_lease_seconds": 40, "node_monitor_grace_seconds": 50,
+                             "node_monitor_period_seconds": 5, "pv_sync_seconds": 15}
 BUSY_RENEWALS = 100  # Lease renewals a second past which a cluster takes upstream's timings
 KCM_CLIENT = (500, 1000)  # the controller-manager's client qps and burst unless a config sets them
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -139,19 +149,19 @@ class LocalClusterConfig:
         return gates
 
 
-def timings_for(node_count: int) -> dict[str, int]:
+def timings_for(node_count: int) -> Timings:
     """The timing fields a cluster of `node_count` nodes takes instead of ours ({} for none).
 
     Our short timings make a node's loss show in seconds, but KWOK renews every Lease each
     quarter of its duration: 1,000 nodes at 4 s are 1,000 writes a second, more than the
-    apiserver of a 2-core machine serves, and a storm beside them bound 1 claim a second.
+    apiserver of a 2-core machine serves, and a storm beside them crawls (docs/findings.md).
     The lifecycle controller's 1 s sweep and the PV controller's 5 s resync of every claim
     grow with the cluster too. Past BUSY_RENEWALS a cluster runs upstream's timings, as a
     real one of that size does.
     """
     if node_count * 4 / LocalClusterConfig.node_lease_seconds <= BUSY_RENEWALS:
         return {}
-    return dict(UPSTREAM_TIMINGS)
+    return UPSTREAM_TIMINGS.copy()
 
 
 def sized(cfg: LocalClusterConfig) -> LocalClusterConfig:

@@ -16,9 +16,10 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
@@ -36,8 +37,8 @@ class ProcessRecord:
         return {"component": self.component, "pid": self.pid, "argv": list(self.argv), "log": self.log}
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> ProcessRecord:
-        return cls(str(data["component"]), int(data["pid"]), tuple(data["argv"]), str(data["log"]))  # type: ignore[arg-type, call-overload]
+    def from_json(cls, data: Mapping[str, Any]) -> ProcessRecord:  # parsed JSON
+        return cls(str(data["component"]), int(data["pid"]), tuple(data["argv"]), str(data["log"]))
 
 
 def _die_with_parent() -> Callable[[], None]:
@@ -62,7 +63,7 @@ def spawn(component: str, argv: list[str], log: Path, env: dict[str, str] | None
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
-            preexec_fn=_die_with_parent() if tie_to_parent else None,  # noqa: PLW1509
+            preexec_fn=_die_with_parent() if tie_to_parent else None,  # noqa: PLW1509  one prctl() call, no locks
         )
     finally:
         out.close()

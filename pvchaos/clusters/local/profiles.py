@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from pvchaos.clusters.local.cluster import COMPONENT_PORT, admin_token
@@ -49,7 +50,7 @@ class CpuProfiles:
         index = 0
         with ThreadPoolExecutor(max_workers=len(COMPONENT_PORT)) as pool:
             while not self._stop.is_set() and len(self.errors) < 3:
-                list(pool.map(lambda c: self._one(c, index), COMPONENT_PORT))
+                list(pool.map(partial(self._one, index=index), COMPONENT_PORT))
                 index += 1
 
     def __enter__(self) -> CpuProfiles:
@@ -73,7 +74,7 @@ class CpuProfiles:
                 continue
             top = self.out / f"{component}.top.txt"
             run = subprocess.run([go, "tool", "pprof", "-top", "-cum", "-nodecount=60", *map(str, files)],
-                                 capture_output=True, text=True, timeout=120)
+                                 capture_output=True, text=True, timeout=120, check=False)
             top.write_text(run.stdout or run.stderr)
             lines.append(f"{component}: {len(files)} x {self.seconds}s CPU profiles, top by cumulative time in {top}")
         return lines

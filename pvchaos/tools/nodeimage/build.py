@@ -116,7 +116,7 @@ def ensure_kind(version: str = r.KIND_VERSION) -> Path:
 def _kubernetes_source(version: str) -> Path:
     """The k8s.io/kubernetes module directory (pause.c lives in it)."""
     proc = subprocess.run(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"], capture_output=True,
-                          text=True, cwd=tempfile.gettempdir(), env={**os.environ, "GOFLAGS": "-mod=mod"})
+                          text=True, cwd=tempfile.gettempdir(), env={**os.environ, "GOFLAGS": "-mod=mod"}, check=False)
     if proc.returncode != 0:
         raise BuildError(f"k8s.io/kubernetes@{version}: {last_line(proc)}")
     return Path(json.loads(proc.stdout)["Dir"])
@@ -130,7 +130,7 @@ def build_pause(version: str, out: Path) -> Path:
         raise BuildError("pause: no C compiler (apt-get install gcc)")
     target = out / "pause"
     proc = subprocess.run([cc, "-Os", "-Wall", "-static", f"-DVERSION=pvchaos-{version}", "-o", str(target), str(src)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise BuildError(f"pause: {cc} failed: {last_line(proc)}")
     return target
@@ -148,7 +148,7 @@ def ensure_base_image(engine: Engine, recipe: r.Recipe) -> str:
     rootfs_tag = f"{recipe.base_tag}-rootfs"
     with tarball.open("rb") as fh:
         proc = subprocess.run(["docker", "import", "-", rootfs_tag], stdin=fh, capture_output=True, text=True,
-                              env=engine.env())
+                              env=engine.env(), check=False)
     _check(proc, "docker import of the base rootfs")
     # `docker import --change` cannot set STOPSIGNAL; systemd shuts down on SIGRTMIN+3.
     with tempfile.TemporaryDirectory(prefix="pvchaos-base-") as ctx:
@@ -224,7 +224,7 @@ def build_node_image(engine: Engine, k8s_version: str) -> str:
                 "pause": build_pause(k8s_version, work), "busybox": _busybox(work),
             }
             listed = subprocess.run([str(k8s_dir / "kubeadm"), "config", "images", "list", "--kubernetes-version",
-                                     k8s_version], capture_output=True, text=True)
+                                     k8s_version], capture_output=True, text=True, check=False)
             plan = r.image_plan(_check(listed, "kubeadm config images list").splitlines())
             archives = _component_images(engine, plan, binaries, work)
             _assemble(engine, recipe, base, k8s_dir, plan, archives, work)
@@ -248,7 +248,7 @@ def _busybox(work: Path) -> Path:
     """/bin/busybox out of Debian's busybox-static package."""
     deb = debian_package_file("busybox-static", work)
     root = work / "busybox-deb"
-    _check(subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], capture_output=True, text=True), "dpkg-deb -x")
+    _check(subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], capture_output=True, text=True, check=False), "dpkg-deb -x")
     return root / "bin" / "busybox"
 
 

@@ -71,7 +71,7 @@ class Recipe:
     cni_plugins_version: str = CNI_PLUGINS_VERSION
     suite: str = DEBIAN_SUITE
     packages: tuple[str, ...] = PACKAGES
-    files: dict[str, str] = field(default_factory=lambda: files_digests())
+    files: dict[str, str] = field(default_factory=lambda: files_digests())  # noqa: PLW0108  defined below the class
 
     def base_digest(self) -> str:
         """Inputs of the base image (rootfs + node software, no Kubernetes)."""

@@ -111,18 +111,18 @@ def build_rootfs(recipe: r.Recipe, tools: Path) -> Path:
         rootfs = Path(tmp) / "rootfs"
         with log.open("a") as fh:
             proc = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(recipe.packages)}",
-                                   recipe.suite, str(rootfs), mirror], stdout=fh, stderr=subprocess.STDOUT)
+                                   recipe.suite, str(rootfs), mirror], stdout=fh, stderr=subprocess.STDOUT, check=False)
         if proc.returncode != 0:
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(empty log)"]
             raise BuildError(f"debootstrap {recipe.suite} failed ({proc.returncode}): {tail[0]} (log: {log})")
         shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
         install_layout(rootfs, tools)
         partial = out.with_suffix(".partial")
-        proc = subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(partial), "."],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
+        tar = subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(partial), "."],
+                             capture_output=True, text=True, check=False)
+        if tar.returncode != 0:
             partial.unlink(missing_ok=True)
-            raise BuildError(f"tar of the rootfs failed: {proc.stderr.strip().splitlines()[-1:]}")
+            raise BuildError(f"tar of the rootfs failed: {tar.stderr.strip().splitlines()[-1:]}")
         partial.replace(out)
     _log(f"rootfs ready in {time.monotonic() - start:.0f}s ({out})")
     return out
@@ -135,7 +135,7 @@ def _apt_install(package: str) -> None:
     _log(f"installing Debian's {package}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
         if proc.returncode != 0:
             last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise BuildError(f"node image: `{' '.join(argv)}` failed: {last[0]}")
@@ -143,10 +143,10 @@ def _apt_install(package: str) -> None:
 
 def debian_package_file(package: str, directory: Path) -> Path:
     """One .deb from the machine's apt sources (`apt-get download`, no install)."""
-    proc = subprocess.run(["apt-get", "download", "-q", package], cwd=directory, capture_output=True, text=True)
+    proc = subprocess.run(["apt-get", "download", "-q", package], cwd=directory, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        proc = subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True)
-        proc = subprocess.run(["apt-get", "download", "-q", package], cwd=directory, capture_output=True, text=True)
+        proc = subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True, check=False)
+        proc = subprocess.run(["apt-get", "download", "-q", package], cwd=directory, capture_output=True, text=True, check=False)
     debs = sorted(directory.glob(f"{package}_*.deb"))
     if proc.returncode != 0 or not debs:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
