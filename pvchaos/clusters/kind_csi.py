@@ -162,10 +162,12 @@ def _tail(engine: Engine, container: str, command: str) -> str:
 
 def diagnose(engine: Engine, container: str) -> str:
     """The end of the node plugin's journal and the kubelet's registration lines on one node."""
-    plugin = _tail(engine, container, f"journalctl -u {UNIT} --no-pager -n 3 -o cat")
+    # the plugin's own last words (systemd's "repeated too quickly" alone says nothing), then systemd's
+    plugin = _tail(engine, container, f"journalctl -t pvchaos-csi --no-pager -n 2 -o cat; "
+                                      f"journalctl -u {UNIT} --no-pager -n 1 -o cat")
     kubelet = _tail(engine, container,
-                    "journalctl -u kubelet --no-pager -o cat | grep -iE 'csi.pvchaos.dev|plugin_?watcher|"
-                    "RegisterPlugin|registration' | tail -n 2")
+                    f"journalctl -u kubelet --no-pager -o cat | grep -E '{csi.DRIVER_NAME}|plugin_watcher|"
+                    "RegisterPlugin|plugins_registry' | tail -n 2")
     return f"{UNIT} journal: {plugin}; kubelet: {kubelet}"
 
 
