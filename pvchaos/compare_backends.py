@@ -32,6 +32,19 @@ EXPLAINED: dict[str, str] = {
         "every zone down (no master disruption mode); on local clusters every node is in a zone",
     "test_real_kubelet::test_local_volume_data_survives_node_crash_and_return":
         "needs real kubelets: KWOK nodes run no containers and mount nothing",
+    "test_attach_detach::test_lost_node_keeps_the_volume_until_the_out_of_service_taint":
+        "needs real kubelets: only a kubelet reports the volume in use (volumesInUse); on KWOK nodes the "
+        "attach/detach controller detaches at once",
+    **{f"test_capacity::{name}": "needs a cluster with CSI capacity tracking; the kind backend runs one cluster per "
+                                 "run, without it"
+       for name in ("test_capacity_objects_follow_the_driver", "test_full_zone_is_filtered_out",
+                    "test_every_zone_full_leaves_the_pod_pending", "test_stale_capacity_reschedules_to_another_zone")},
+    "test_csi_topology::test_strict_topology_narrows_the_requisite[strict]":
+        "needs a cluster whose external-provisioner runs --strict-topology; the kind backend runs one cluster per "
+        "run, with upstream's default",
+    "test_csi_topology::test_node_at_its_volume_limit_takes_no_more":
+        "needs a cluster whose node plugins report max_volumes_per_node 1; the kind backend runs one cluster per "
+        "run, with 64",
 }
 
 
