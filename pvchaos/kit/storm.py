@@ -31,6 +31,7 @@ from pvchaos.chaos import components as chaos_components
 from pvchaos.chaos import nodes as chaos_nodes
 from pvchaos.clusters.local.memory import cluster_rss_mib
 from pvchaos.conformance import storm as judge
+from pvchaos.conformance import timings
 from pvchaos.kit.storm_plan import ROLE_LABEL, NodeRef, StormObjects, StormShape, build
 from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import kinds, snapshot
@@ -394,7 +395,7 @@ def _outage(ws: Workspace, kube: Kube, zone: str, result: StormResult) -> tuple[
         return True if all(o.has_taint(state.get(n), o.UNREACHABLE) or o.has_taint(state.get(n), o.NOT_READY)
                            for n in down) else None
 
-    grace = float(ws.cluster.description.get("node-monitor-grace-period", "50s").rstrip("s"))
+    grace = timings.lifecycle_settings(ws.cluster.description).grace_seconds
     wait_for_state(kube, "Node", tainted, f"every node of {zone} tainted unreachable or not-ready", timeout=grace + 40)
     result.chaos["zone down"] = f"{zone} ({len(down)} nodes), tainted {time.monotonic() - t:.1f}s after the stop"
     pods, _ = kinds.list_objects(kube, "Pod", ws.namespace, label_selector=f"{ROLE_LABEL}=volumes")
