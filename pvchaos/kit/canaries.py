@@ -202,12 +202,34 @@ class _Canaries:
         claim = self.ws.get("PersistentVolumeClaim", "canary-dynamic")
         node = o.annotation(claim, o.SELECTED_NODE)
         if node is None:
+            starved = self.capacity_unpublished(claim)
+            if starved:
+                return starved
             return (f"WaitForFirstConsumer claims are not provisioned: no node was selected for the claim within "
                     f"{CANARY_TIMEOUT:.0f} s ({o.SELECTED_NODE} is missing); is kube-scheduler's VolumeBinding "
                     "plugin enabled?")
         return (f"WaitForFirstConsumer claims are not provisioned: the claim stayed Pending for "
                 f"{CANARY_TIMEOUT:.0f} s after node {node} was selected; is the provisioner "
                 f"{self.driver_provisioner()} running?")
+
+    def capacity_unpublished(self, claim: Obj | None) -> str | None:
+        """With capacity tracking on (CSIDriver storageCapacity: true), the scheduler places
+        a WaitForFirstConsumer pod only where a CSIStorageCapacity object of the class has
+        room, and those objects are published by the external-provisioner: a stopped
+        provisioner shows as "no node selected", not as a Pending claim after selection."""
+        provisioner = self.driver_provisioner()
+        driver = self.ws.get("CSIDriver", provisioner)
+        if not (driver or {}).get("spec", {}).get("storageCapacity"):
+            return None
+        klass = str((claim or {}).get("spec", {}).get("storageClassName") or "")
+        published = [c for c in kinds.list_objects(self.ws.kube, "CSIStorageCapacity")[0]
+                     if c.get("storageClassName") == klass]
+        if published:
+            return None
+        return (f"WaitForFirstConsumer claims are not provisioned: CSIDriver {provisioner} declares "
+                f"storageCapacity: true but no CSIStorageCapacity object exists for class {klass} after "
+                f"{CANARY_TIMEOUT:.0f} s, so kube-scheduler finds no node with room and selects none; "
+                f"is the provisioner {provisioner} running (it publishes them)?")
 
     def misplaced(self, claim_name: str) -> str | None:
         """Provisioned, but where? The PV's node affinity must admit the node the scheduler
