@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from pvchaos.clusters import arguments
-from pvchaos.conformance.explain import Cause, Exclusion, Explanation, explain
+from pvchaos.conformance.explain import Cause, Exclusion, Explanation, explain, explain_placed
 from pvchaos.conformance.remedy import fixes
 from pvchaos.conformance.verdicts import claim_states, node_verdict
+from pvchaos.conformance.volume_setup import placed_and_waiting
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.explain_read import ClusterView, read_view
 from pvchaos.kube.kinds import Obj
@@ -142,11 +143,14 @@ def to_text(e: Explanation) -> str:
             mode = f", {c.binding_mode}" if c.binding_mode else ""
             shown_class = c.storage_class or '""'
             lines.append(f"  {c.key}: {c.status}{pv} (class {shown_class}{mode})")
-    lines.append(f"nodes ({len(e.fitting)} of {len(e.nodes)} fit):")
-    lines += _node_lines(e)
+    placed = not e.nodes and e.pod_wide is None  # explain_placed: the scheduler is done
+    if not placed:
+        lines.append(f"nodes ({len(e.fitting)} of {len(e.nodes)} fit):")
+        lines += _node_lines(e)
     s = e.scheduler
     if s.message is None:
-        lines.append("scheduler: no FailedScheduling event yet")
+        lines.append(f"scheduler: {s.differences[0]}" if placed and s.differences else
+                     "scheduler: no FailedScheduling event yet")
     else:
         verdict = {True: "agrees", False: "DISAGREES", None: "not comparable"}[s.agrees]
         lines.append(f"scheduler ({verdict}): {s.message}")
@@ -164,24 +168,37 @@ def to_text(e: Explanation) -> str:
 # ---- the command ---------------------------------------------------------------------------
 
 def explain_view(view: ClusterView, pod_name: str | None, namespace: str | None) -> list[Explanation]:
-    """Explanations of the pod (bad input unless it is Pending) or of every unscheduled Pending pod."""
+    """Explanations of the pod (bad input unless it is Pending) or of every Pending pod that is
+    unscheduled or held by a volume step on its node."""
     if pod_name is not None:
         if not view.pods:
             raise ExplainInputError(f"no pod {pod_name!r} in namespace {namespace}")
         pod = view.pods[0]
         if not is_unscheduled_pending(pod, view.nodes):
-            raise ExplainInputError(why_it_fits(view, pod))
+            placed = _placed(view, pod)
+            if placed is None:
+                raise ExplainInputError(why_it_fits(view, pod))
+            return [placed]
         return [explain(view.scene(pod))]
-    pending = sorted((p for p in view.pods if is_unscheduled_pending(p, view.nodes)),
+    pending = sorted((p for p in view.pods if is_unscheduled_pending(p, view.nodes) or placed_and_waiting(p, view.nodes)),
                      key=lambda p: (_meta(p).get("namespace", ""), _meta(p).get("name", "")))
-    return [explain(view.scene(p)) for p in pending]
+    found = [explain(view.scene(p)) if is_unscheduled_pending(p, view.nodes) else _placed(view, p) for p in pending]
+    return [e for e in found if e is not None]
+
+
+def _placed(view: ClusterView, pod: Obj) -> Explanation | None:
+    """A pod placed on a node and still Pending: the volume step that holds it, if one reported."""
+    return explain_placed(view.scene(pod)) if placed_and_waiting(pod, view.nodes) else None
 
 
 def explain_pod_text(kube: Kube, namespace: str, pod_name: str) -> str | None:
     """The text report for one unscheduled Pending pod, None for any other pod (the plugin's use)."""
     view = read_view(kube, namespace, pod_name)
-    if not view.pods or not is_unscheduled_pending(view.pods[0], view.nodes):
+    if not view.pods:
         return None
+    if not is_unscheduled_pending(view.pods[0], view.nodes):
+        placed = _placed(view, view.pods[0])
+        return to_text(placed) if placed else None
     return to_text(explain(view.scene(view.pods[0])))
 
 

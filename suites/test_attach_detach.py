@@ -92,6 +92,7 @@ def test_lost_node_keeps_the_volume_until_the_out_of_service_taint(ws: Workspace
     pod = ws.get("Pod", "replacement") or {}
     ev = wait_for_event(ws.kube, pod, MULTI_ATTACH, reason="FailedAttachVolume", timeout=90)
     x.expect(MULTI_ATTACH in str(ev.get("message")), "the replacement waits on the volume attached elsewhere", ev)
+    x.explained_as(ws, "replacement", "MULTI_ATTACH")
     with allure.step("for 20 s the volume stays attached to the lost node (no force detach before 6 minutes)"):
         holds_for(ws.kube, "VolumeAttachment",
                   lambda st: None if [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == lost]

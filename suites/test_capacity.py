@@ -88,6 +88,7 @@ def test_every_zone_full_leaves_the_pod_pending(ws: Workspace) -> None:
     x.pod_unschedulable(ws, "app", "NOT_ENOUGH_STORAGE")
     x.phase_now(ws, "PersistentVolumeClaim", "data", "Pending")
     x.bindings_consistent(ws)
+    x.explained_as(ws, "app", "INSUFFICIENT_CAPACITY")
 
 
 @allure.story("stale capacity: the object says room, the driver says ResourceExhausted; the pod ends elsewhere")

@@ -76,8 +76,10 @@ def test_no_node_with_the_driver_means_no_available_topology(ws: Workspace) -> N
         _without_driver(ws.cleanup, ws.kube, o.name(node))
     sc = ws.storage_class("topo", "Immediate")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    ws.create(b.pod("app", ("data",)))
     x.provisioning_failed(ws, "data", "no available topology found")
     x.phase_now(ws, "PersistentVolumeClaim", "data", "Pending")
+    x.explained_as(ws, "app", "NO_AVAILABLE_TOPOLOGY")
 
 
 @allure.feature("CSI topology")
@@ -114,6 +116,7 @@ def test_node_at_its_volume_limit_takes_no_more(ws: Workspace) -> None:
     ws.create(b.persistent_volume_claim("second", "1Gi", sc))
     ws.create(b.pod("second", ("second",), node_selector=ws.pin(node)))
     x.pod_unschedulable(ws, "second", "MAX_VOLUME_COUNT")
+    x.explained_as(ws, "second", "VOLUME_LIMIT_EXCEEDED")
     ws.create(b.persistent_volume_claim("third", "1Gi", sc))
     ws.create(b.pod("third", ("third",)))
     x.pod_runs(ws, "third")

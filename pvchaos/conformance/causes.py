@@ -24,6 +24,7 @@ from typing import Any
 
 from pvchaos.conformance.affinity import node_matches_topology_terms, untolerated_taints
 from pvchaos.conformance.claims import explain_mismatch, find_matching_volume
+from pvchaos.conformance.csi_nodes import csinode_gaps
 from pvchaos.conformance.placement import UNSCHEDULABLE_TAINT
 from pvchaos.conformance.scheduler_message import SchedulerMessage, unmodeled_code
 from pvchaos.conformance.types import KubeObject, dig
@@ -120,9 +121,27 @@ def provisioning_failures(scene: Scene, claim_name: str) -> list[str]:
     return [str(dig(e, "message", default="")).strip() for e in found]
 
 
+NO_AVAILABLE_TOPOLOGY = "no available topology found"  # external-provisioner controller/topology.go
+
+
+def _no_available_topology(scene: Scene, claim: ClaimState, errors: Sequence[str], provisioner: str) -> Cause:
+    """The external-provisioner found no node whose CSINode lists the driver with its
+    topology keys: the fix is on the nodes (the node plugin, its registration), not in
+    the claim; the CSINodes are the evidence."""
+    gaps = csinode_gaps(scene.csinodes, scene.nodes, provisioner)
+    shown = "; ".join(f"{node}: {gap}" for node, gap in sorted(gaps.items())[:6])
+    seen = (f"; of {len(scene.nodes)} node(s), {len(gaps)} lack it ({shown})" if scene.csinodes
+            else "; CSINodes were not read")
+    return Cause("NO_AVAILABLE_TOPOLOGY", f"provisioner {provisioner} cannot create the volume of claim {claim.key}: "
+                 f"no node's CSINode lists driver {provisioner} with topology keys{seen}",
+                 (claim.detail, errors[-1]), _facts(scene, claim, error=errors[-1], gaps=dict(gaps)))
+
+
 def _provisioning_failed(scene: Scene, claim: ClaimState, errors: Sequence[str]) -> Cause:
     """The provisioner ran and refused: its last error is the evidence, and the fix is for it."""
     provisioner = _facts(scene, claim).get("provisioner", "")
+    if NO_AVAILABLE_TOPOLOGY in errors[-1]:
+        return _no_available_topology(scene, claim, errors, str(provisioner))
     return Cause("PROVISIONING_FAILED", f"provisioner {provisioner} failed to create the volume of claim {claim.key}: "
                  f"{errors[-1]}", (claim.detail, f"{len(errors)} ProvisioningFailed event(s)"),
                  _facts(scene, claim, error=errors[-1]))
@@ -434,6 +453,11 @@ def _message_causes(scene: Scene, parsed: SchedulerMessage | None, verdicts: Seq
     for v in verdicts:
         for key in v.scheduler_reasons():
             predicted[key] = predicted.get(key, 0) + 1
+    if parsed.counts.get("NOT_ENOUGH_STORAGE", 0) > predicted.get("NOT_ENOUGH_STORAGE", 0):
+        found.setdefault("INSUFFICIENT_CAPACITY", []).append(
+            f"{parsed.counts['NOT_ENOUGH_STORAGE']} node(s) did not have enough free storage (the CSIStorageCapacity "
+            "objects of the driver leave no room there for the claim's request)")
+        plugins.setdefault("INSUFFICIENT_CAPACITY", "VolumeBinding")
     for key in ("INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY", "INSUFFICIENT_EPHEMERAL"):
         if parsed.counts.get(key, 0) > predicted.get(key, 0):
             found.setdefault("INSUFFICIENT_RESOURCES", []).append(

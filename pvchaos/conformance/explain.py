@@ -28,8 +28,10 @@ from pvchaos.conformance.verdicts import (
     pod_wide_exclusion,
     pvs_by_name,
 )
+from pvchaos.conformance.volume_setup import setup_causes
 
-__all__ = ["Agreement", "Cause", "ClaimState", "Exclusion", "Explanation", "NodeVerdict", "Scene", "explain"]
+__all__ = ["Agreement", "Cause", "ClaimState", "Exclusion", "Explanation", "NodeVerdict", "Scene", "explain",
+           "explain_placed"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,18 @@ def agreement(scene: Scene, verdicts: Sequence[NodeVerdict], pod_wide: Exclusion
 
 
 # ---- the whole pod ---------------------------------------------------------------------------
+
+def explain_placed(scene: Scene) -> Explanation | None:
+    """A pod the scheduler placed that is still Pending (ContainerCreating): the volume
+    step that holds it (attach, mount, driver registration), or None when no step has
+    reported a failure."""
+    causes = setup_causes(scene.pod, scene.nodes, scene.events, scene.attachments, scene.csinodes)
+    if not causes:
+        return None
+    node = dig(scene.pod, "spec", "nodeName")
+    done = Agreement(None, {}, None, None, (f"the scheduler placed the pod on node {node}; the volume steps there hold it",))
+    return Explanation(pod_key(scene.pod), (), tuple(claim_states(scene)), None, causes, done)
+
 
 def explain(scene: Scene) -> Explanation:
     """Per-node verdicts, claim states, the root cause and the scheduler's agreement."""

@@ -284,7 +284,69 @@ def _gated(f: Mapping[str, Any]) -> list[Fix]:
                  + _json_arg([{"op": "remove", "path": "/spec/schedulingGates"}]),))]
 
 
+def _no_topology(f: Mapping[str, Any]) -> list[Fix]:
+    p = f.get("provisioner")
+    return [Fix(f"start driver {p}'s node plugin on the nodes (its registration with the kubelet writes the CSINode "
+                "entry with the topology keys from NodeGetInfo); the provisioner retries by itself",
+                ("kubectl get csinode -o custom-columns=NODE:.metadata.name,DRIVERS:.spec.drivers[*].name,"
+                 "KEYS:.spec.drivers[*].topologyKeys", "kubectl get pods -A -o wide")),
+            Fix("if the driver's NodeGetInfo returns no accessible_topology, it must (or the external-provisioner "
+                "must run without --feature-gates=Topology=true)", (f"kubectl get csidriver {p} -o yaml",))]
+
+
+def _capacity(f: Mapping[str, Any]) -> list[Fix]:
+    return [Fix("the driver's CSIStorageCapacity objects say no node has room for the request: free space in the "
+                "storage system, request less, or add capacity; if the objects are stale, check that the "
+                "external-provisioner (it publishes them, --enable-capacity) runs",
+                ("kubectl get csistoragecapacities -A -o custom-columns=CLASS:.storageClassName,"
+                 "TOPOLOGY:.nodeTopology.matchLabels,CAPACITY:.capacity,MAX:.maximumVolumeSize",))]
+
+
+def _multi_attach(f: Mapping[str, Any]) -> list[Fix]:
+    holders = f.get("holders") or []
+    down = f.get("holders_down") or []
+    tainted = set(f.get("tainted") or [])
+    out = []
+    for node in down:
+        if node not in tainted:
+            out.append(Fix(f"node {node} holds the volume and is not Ready: if it is really shut down, taint it "
+                           "out-of-service so the attach/detach controller detaches at once (non-graceful node "
+                           "shutdown); without it, the controller force-detaches after 6 minutes",
+                           (f"kubectl taint nodes {node} node.kubernetes.io/out-of-service=nodeshutdown:NoExecute",)))
+    live = [n for n in holders if n not in down]
+    if live:
+        out.append(Fix(f"a pod on {', '.join(live)} still uses the ReadWriteOnce volume: delete that pod (or use a "
+                       "Recreate rollout) so the volume detaches there", (f"kubectl get pods {_ns(f)} -o wide",)))
+    return out or [Fix("wait for the volume to detach from the other node", ("kubectl get volumeattachments",))]
+
+
+def _attach_failed(f: Mapping[str, Any]) -> list[Fix]:
+    return [Fix(f"the driver's ControllerPublishVolume failed: {f.get('error')!r}; fix what it names (the "
+                "external-attacher retries by itself)", ("kubectl get volumeattachments -o yaml",))]
+
+
+def _not_registered(f: Mapping[str, Any]) -> list[Fix]:
+    node = f.get("node")
+    return [Fix(f"run driver {f.get('driver')}'s node plugin on node {node} (a DaemonSet that tolerates the node's "
+                "taints) and check its registration (node-driver-registrar or the plugin's own socket)",
+                (f"kubectl get csinode {node} -o yaml", f"kubectl get pods -A -o wide --field-selector spec.nodeName={node}"))]
+
+
+def _mount_failed(f: Mapping[str, Any]) -> list[Fix]:
+    return [Fix(f"the node plugin on {f.get('node')} failed to stage or publish the volume: {f.get('error')!r}; "
+                "fix what it names (the kubelet retries by itself)",
+                (f"kubectl describe pod {_pod_name(f)} {_ns(f)}",))]
+
+
 FIXES: Mapping[str, Callable[[Mapping[str, Any]], list[Fix]]] = {
+    "NO_AVAILABLE_TOPOLOGY": _no_topology,
+    "INSUFFICIENT_CAPACITY": _capacity,
+    "MULTI_ATTACH": _multi_attach,
+    "ATTACH_FAILED": _attach_failed,
+    "CSI_DRIVER_NOT_REGISTERED": _not_registered,
+    "MOUNT_FAILED": _mount_failed,
+    "VOLUME_SETUP_TIMEOUT": lambda f: [Fix("look at the node's kubelet log and the driver's node plugin log for the "
+                                           "volume", (f"kubectl describe pod {_pod_name(f)} {_ns(f)}",))],
     "CLAIM_MISSING": lambda f: [Fix(f"create claim {f.get('claim')}, or fix the claimName in the pod's volumes",
                                     (f"kubectl get pvc {_ns(f)}",))],
     "CLAIM_TERMINATING": lambda f: [Fix("wait for the deletion to finish (a pod still using it keeps it: "

@@ -56,6 +56,8 @@ class Scene:
     classes: Mapping[str, KubeObject]  # name -> StorageClass
     events: Sequence[KubeObject] = ()  # events of the pod's namespace (pod and claims)
     minor: int | None = None
+    attachments: Sequence[KubeObject] = ()  # VolumeAttachments (ContainerCreating: who holds a volume)
+    csinodes: Sequence[KubeObject] = ()  # CSINodes (which drivers, with which topology keys, each node has)
 
 
 @dataclass(frozen=True)

@@ -299,3 +299,21 @@ __all__ = ["ExpectationFailed", "WaitTimeout", "all_reach", "bound_pair", "bound
            "claim_bound", "claim_stays_pending", "dynamic_statefulset", "event", "expect", "label",
            "local_class_with_pv_per_node", "node_of", "phase_now", "pod_evicted", "pod_replaced", "pod_runs",
            "pod_scheduled", "pod_unschedulable", "runs_where_its_volume_is", "statefulset_ready", "volume_phase"]
+
+
+# ---- pvchaos explain on the live cluster --------------------------------------------------
+
+@allure.step("pvchaos explain names {code} for pod {name}")
+def explained_as(ws: Workspace, name: str, code: str) -> None:
+    """`pvchaos explain` of the pod, as a user would run it now, lists `code` among its
+    causes (the first, or one to fix after it); the whole report is attached."""
+    from pvchaos.explain import explain_view, explanations_json, to_text  # the command's own path
+    from pvchaos.kube.explain_read import read_view
+
+    found = explain_view(read_view(ws.kube, ws.namespace, name), name, ws.namespace)
+    text = "\n\n".join(to_text(e) for e in found)
+    allure.attach(text, f"pvchaos explain {name}", allure.attachment_type.TEXT)
+    allure.attach(explanations_json(found), f"pvchaos explain {name} (json)", allure.attachment_type.JSON)
+    codes = [c.code for e in found for c in e.causes]
+    expect(code in codes, f"pvchaos explain of pod {name} names {codes or 'no cause'}, expected {code}:\n{text}",
+           ws.get("Pod", name), ws=ws)

@@ -9,7 +9,7 @@ role knows what to ask for; an API server that does not answer is one line too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
@@ -22,7 +22,8 @@ from pvchaos.kube.errors import ApiUnreachable, InfrastructureError
 from pvchaos.kube.kinds import Obj, kind, list_objects
 
 PLURALS = {"Pod": "pods", "Event": "events", "PersistentVolumeClaim": "persistentvolumeclaims",
-           "PersistentVolume": "persistentvolumes", "StorageClass": "storageclasses.storage.k8s.io", "Node": "nodes"}
+           "PersistentVolume": "persistentvolumes", "StorageClass": "storageclasses.storage.k8s.io", "Node": "nodes",
+           "VolumeAttachment": "volumeattachments.storage.k8s.io", "CSINode": "csinodes.storage.k8s.io"}
 
 
 class AccessDenied(InfrastructureError):
@@ -40,12 +41,14 @@ class ClusterView:
     nodes: list[Obj]
     events: list[Obj]
     minor: int | None
+    attachments: list[Obj] = field(default_factory=list)
+    csinodes: list[Obj] = field(default_factory=list)
 
     def scene(self, pod: Obj) -> Scene:
         namespace = (pod.get("metadata") or {}).get("namespace")
         events = [e for e in self.events if (e.get("involvedObject") or {}).get("namespace") in (namespace, None)]
         return Scene(pod=pod, nodes=self.nodes, claims=self.claims, pvs=self.pvs, classes=self.classes,
-                     events=events, minor=self.minor)
+                     events=events, minor=self.minor, attachments=self.attachments, csinodes=self.csinodes)
 
 
 def _guarded(call: Callable[[], Any], what: str, server: str) -> Any:
@@ -89,4 +92,14 @@ def read_view(kube: Kube, namespace: str | None, pod_name: str | None = None) ->
     return ClusterView(pods=pods, claims=claims, pvs=_list(kube, "PersistentVolume", None),
                        classes={c["metadata"]["name"]: c for c in _list(kube, "StorageClass", None)},
                        nodes=_list(kube, "Node", None), events=_list(kube, "Event", namespace),
-                       minor=server_minor(kube))
+                       minor=server_minor(kube), attachments=_optional(kube, "VolumeAttachment"),
+                       csinodes=_optional(kube, "CSINode"))
+
+
+def _optional(kube: Kube, kind_name: str) -> list[Obj]:
+    """A cluster-scoped read that sharpens a diagnosis (who holds a volume, which node
+    lacks a driver) but is not needed for one: a role without it still gets the rest."""
+    try:
+        return _list(kube, kind_name, None)
+    except AccessDenied:
+        return []

@@ -108,7 +108,8 @@ VERBS = {"get", "describe", "delete", "patch", "edit", "uncordon", "cordon", "ta
 RESOURCES = {"pod": "Pod", "pods": "Pod", "pvc": "PersistentVolumeClaim", "pv": "PersistentVolume",
              "storageclass": "StorageClass", "node": "Node", "nodes": "Node", "csidriver": "CSIDriver",
              "events": "Event", "replicaset": "ReplicaSet", "deployment": "Deployment", "statefulset": "StatefulSet",
-             "job": "Job", "daemonset": "DaemonSet", "csinode": "CSINode", "volumeattachments": "VolumeAttachment"}
+             "job": "Job", "daemonset": "DaemonSet", "csinode": "CSINode", "volumeattachments": "VolumeAttachment",
+             "csistoragecapacities": "CSIStorageCapacity"}
 CHECKED = {"Pod", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Node"}  # kinds a scene holds
 VALUE_FLAGS = {"-n", "--namespace", "-o", "--output", "-p", "--patch", "--type", "--field-selector", "-f", "-L",
                "-l", "--selector", "--context", "--kubeconfig"}
