@@ -70,6 +70,9 @@ class CsiOptions:
     # --feature-gates=Topology: off, the provisioner sends no accessibility requirements
     # (a deployment that forgot it; only the self-checks turn it off)
     topology: bool = True
+    # pvchaos-csi --fault-misplace: zonal volumes in an allowed zone other than the selected
+    # node's (a driver bug on purpose; only the self-checks turn it on)
+    fault_misplace: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 1:
@@ -123,10 +126,12 @@ def paths_for(cluster_dir: Path) -> CsiPaths:
 
 # ---- flags (pure) ----------------------------------------------------------------------
 
-def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None) -> list[str]:
+def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None,
+                    options: CsiOptions | None = None) -> list[str]:
+    fault = ["--fault-misplace"] if options is not None and options.fault_misplace else []
     return [str(driver), "controller", f"--endpoint=unix://{paths.socket}", f"--driver-name={DRIVER_NAME}",
             f"--state-file={paths.state_file}", f"--calls-log={paths.calls_log}",
-            f"--data-root={data_root or paths.data_root}", f"--control-dir={paths.control_dir}"]
+            f"--data-root={data_root or paths.data_root}", f"--control-dir={paths.control_dir}", *fault]
 
 
 def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: CsiOptions) -> list[str]:
@@ -250,7 +255,7 @@ def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, option
     for d in (paths.root, paths.control_dir, paths.log(CONTROLLER).parent, data_root or paths.data_root):
         d.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, NAMESPACE=CAPACITY_NAMESPACE) if options.capacity_tracking else None
-    return {CONTROLLER: start(CONTROLLER, controller_args(binaries.driver, paths, data_root), None),
+    return {CONTROLLER: start(CONTROLLER, controller_args(binaries.driver, paths, data_root, options), None),
             PROVISIONER: start(PROVISIONER, provisioner_args(binaries.provisioner, paths, kubeconfig, options), env),
             ATTACHER: start(ATTACHER, attacher_args(binaries.attacher, paths, kubeconfig), None)}
 

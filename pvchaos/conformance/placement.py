@@ -205,3 +205,45 @@ def _claim_ref_key(pv: KubeObject) -> str | None:
     if ref is None:
         return None
     return f"{dig(ref, 'namespace', default='default')}/{dig(ref, 'name', default='')}"
+
+
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+
+
+def _affinity_owner(pv: KubeObject) -> tuple[str | None, str | None]:
+    """(manager owning spec.nodeAffinity, manager owning the provisioned-by annotation),
+    from managedFields: they differ once someone else rewrote the affinity."""
+    affinity = annotation = None
+    for entry in (pv.get("metadata") or {}).get("managedFields") or []:
+        fields = entry.get("fieldsV1") or {}
+        spec = fields.get("f:spec") or {}
+        notes = (fields.get("f:metadata") or {}).get("f:annotations") or {}
+        if "f:nodeAffinity" in spec:
+            affinity = entry.get("manager")
+        if f"f:{PROVISIONED_BY}" in notes:
+            annotation = entry.get("manager")
+    return affinity, annotation
+
+
+def provisioned_away_from_selected(claim: KubeObject, pv: KubeObject, node: KubeObject | None) -> str | None:
+    """Where a WaitForFirstConsumer volume landed, against where it was asked for: the
+    scheduler selected ``node`` (the claim's selected-node annotation) and the
+    provisioner must create a volume that node can reach, so the PV's nodeAffinity, as
+    the provisioner wrote it, admits the node. None when it does, or when there is
+    nothing to judge: no selected node (Immediate, static), not provisioned, the node
+    gone, or the affinity since rewritten by someone else (MutablePVNodeAffinity)."""
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    selected = annotations.get(SELECTED_NODE)
+    pv_notes = (pv.get("metadata") or {}).get("annotations") or {}
+    if not selected or node is None or PROVISIONED_BY not in pv_notes:
+        return None
+    affinity_owner, provisioner = _affinity_owner(pv)
+    if affinity_owner is not None and provisioner is not None and affinity_owner != provisioner:
+        return None
+    if node_matches_pv_affinity(node, pv):
+        return None
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return (f"PV {(pv.get('metadata') or {}).get('name')} was provisioned by {pv_notes[PROVISIONED_BY]} for node "
+            f"{selected} (zone {labels.get('topology.kubernetes.io/zone', '?')}), the node the scheduler selected, "
+            f"but its nodeAffinity {(pv.get('spec') or {}).get('nodeAffinity')} excludes that node")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import allure
 
-from pvchaos.conformance import invariants, messages, timings
+from pvchaos.conformance import invariants, messages, placement, timings
 from pvchaos.conformance.affinity import node_matches_pv_affinity
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
@@ -38,8 +38,24 @@ def expect(condition: bool, message: str, *objects: Obj | None, ws: Workspace | 
 
 @allure.step("PVC {name} becomes Bound")
 def claim_bound(ws: Workspace, name: str, timeout: float = 60) -> Obj:
-    return wait_for(ws.kube, "PersistentVolumeClaim", name, lambda c: o.phase(c) == "Bound", "phase Bound",
-                    ws.namespace, timeout)
+    """Bound; and, if provisioned for a selected node, in a place that node can reach."""
+    claim = wait_for(ws.kube, "PersistentVolumeClaim", name, lambda c: o.phase(c) == "Bound", "phase Bound",
+                     ws.namespace, timeout)
+    provisioned_where_selected(ws, claim)
+    return claim
+
+
+def provisioned_where_selected(ws: Workspace, claim: Obj) -> None:
+    """Placement is checked wherever it is determined (issue 26): a WaitForFirstConsumer
+    volume must admit the node the scheduler selected for it. Without this, a provisioner
+    that misplaces volumes passes most suites, since pods then follow the volume."""
+    selected = o.annotation(claim, o.SELECTED_NODE)
+    volume = str((claim.get("spec") or {}).get("volumeName") or "")
+    if not selected or not volume:
+        return
+    pv = ws.get("PersistentVolume", volume)
+    problem = placement.provisioned_away_from_selected(claim, pv, ws.get("Node", selected)) if pv else None
+    expect(problem is None, f"claim {o.name(claim)}: {problem}", claim, pv, ws=ws)
 
 
 def bound_volume(ws: Workspace, claim: str, timeout: float = 60) -> Obj:
@@ -129,7 +145,13 @@ def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60
 
 @allure.step("pod {name} runs")
 def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
-    return wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout, fail_if=pod_cannot_run)
+    """Running; and each of its dynamically provisioned volumes where its node was selected."""
+    pod = wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout, fail_if=pod_cannot_run)
+    for key in placement.pod_claim_keys(pod):
+        claim = ws.get("PersistentVolumeClaim", key.split("/", 1)[1])
+        if claim is not None and o.phase(claim) == "Bound":
+            provisioned_where_selected(ws, claim)
+    return pod
 
 
 @allure.step("pod {name} is scheduled")

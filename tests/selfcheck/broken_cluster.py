@@ -31,6 +31,9 @@ Breakages (what a real cluster gets wrong, made on purpose):
   `--enable-capacity`, `storageCapacity: false`) where a test asked for it;
 - `csi-no-topology`: the external-provisioner runs with `--feature-gates=Topology=false`, so
   CreateVolume gets no accessibility requirements (a deployment that forgot the gate);
+- `wrong-zone`: the CSI driver's controller runs with `--fault-misplace`: each zonal volume
+  goes to an allowed zone other than the selected node's (a driver that ignores the
+  preferred topology), so the scheduler then follows the misplaced volume;
 - `nodevolumelimits`: kube-scheduler without NodeVolumeLimits: CSINode allocatable counts
   are ignored;
 - `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
@@ -94,6 +97,7 @@ BREAKAGES: dict[str, str] = {
     "attach-detach": f"kube-controller-manager without {ATTACH_DETACH}",
     "no-capacity-tracking": "the CSI stack without capacity tracking where a test asked for it",
     "csi-no-topology": "external-provisioner with --feature-gates=Topology=false",
+    "wrong-zone": "CSI driver with --fault-misplace: zonal volumes outside the selected node's zone",
     "nodevolumelimits": "kube-scheduler without the NodeVolumeLimits plugin",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "slow-node-monitor": "kube-controller-manager with --node-monitor-grace-period=40s appended (8s declared)",
@@ -128,6 +132,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
     if what == "csi-no-topology":
         return replace(cfg, csi=replace(cfg.csi, topology=False))
+    if what == "wrong-zone":
+        return replace(cfg, csi=replace(cfg.csi, fault_misplace=True))
     if what == "no-capacity-tracking":
         return replace(cfg, csi=replace(cfg.csi, capacity_tracking=False))
     if what == "slow-node-monitor":

@@ -45,11 +45,11 @@ CASES = {
 }
 
 
-def _run(breakage: str, tmp: Path) -> tuple[int | None, str, Path]:
+def _run(breakage: str, tmp: Path, paths: tuple[str, ...] = ("suites",)) -> tuple[int | None, str, Path]:
     junit = tmp / "junit.xml"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
     env.update({BREAK_ENV: breakage, "PVCHAOS_STATE_DIR": str(tmp / "state")})
-    argv = [sys.executable, "-m", "pytest", "suites", "-p", "tests.selfcheck.broken_cluster", "-p", "no:cacheprovider",
+    argv = [sys.executable, "-m", "pytest", *paths, "-p", "tests.selfcheck.broken_cluster", "-p", "no:cacheprovider",
             "-q", "-n", "2", f"--junitxml={junit}"]
     log = tmp / "output.txt"
     with log.open("wb") as out:
@@ -99,3 +99,20 @@ def test_a_broken_cluster_is_named_by_its_canary_within_two_minutes(breakage: st
         f"the first failure must be the canary's diagnosis naming the component, got {first.node_id}: {first.message}"
     passed = [o for o in outcomes if o.status == "passed"]
     assert passed, "tests that do not rely on the broken behaviour must still run and pass"
+
+
+def test_a_provisioner_that_misplaces_volumes_is_named_by_the_canary(tmp_path: Path) -> None:
+    """Issue 26: a driver that puts each zonal volume outside the selected node's zone
+    (`wrong-zone`: pvchaos-csi --fault-misplace) fails the provisioning canary with one
+    line naming the PV, its zone and the selected node, before any test runs; without
+    the canary the suites would mostly pass, since the scheduler follows the volume. One
+    suite file is enough: the canary runs once per cluster, before its first test."""
+    code, output, junit = _run("wrong-zone", tmp_path, ("suites/test_binding_modes.py",))
+    assert junit.exists(), f"no JUnit report; the run printed:\n{output[-3000:]}"
+    failed = [o for o in _outcomes(junit).values() if o.status in ("failed", "error")]
+    assert code == 1 and failed, f"a misplacing provisioner's run must fail (exit {code}):\n{output[-3000:]}"
+    first = failed[0]
+    diagnosis = first.message.split("so the test did not run: ", 1)[-1]
+    assert "CanaryFailed" in first.message and "provisioned in the wrong place" in diagnosis, \
+        f"the first failure must be the provisioning canary's, got {first.node_id}: {first.message}"
+    assert "\n" not in diagnosis.strip(), f"one line, got: {diagnosis!r}"

@@ -25,6 +25,7 @@ type options struct {
 	hostname        string
 	maxVolumes      int64
 	registrationDir string
+	faultMisplace   bool
 }
 
 func (o options) controller() bool { return o.mode == "controller" || o.mode == "all" }
@@ -41,6 +42,8 @@ func parseFlags(mode string, args []string) (options, error) {
 	if o.controller() {
 		fs.StringVar(&o.stateFile, "state-file", "", "JSON state: volumes, attachments")
 		fs.StringVar(&o.controlDir, "control-dir", "", "dir with capacity.json, read on every call")
+		fs.BoolVar(&o.faultMisplace, "fault-misplace", false,
+			"self-verification only: a driver bug on purpose, placing each zonal volume in an allowed zone other than the selected node's")
 	}
 	if o.node() {
 		fs.StringVar(&o.nodeID, "node-id", "", "node id (NodeGetInfo)")

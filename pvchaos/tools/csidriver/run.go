@@ -37,7 +37,8 @@ func run(o options) int {
 	csiServer := grpc.NewServer(grpc.UnaryInterceptor(log.Interceptor()))
 	csi.RegisterIdentityServer(csiServer, &driver.Identity{Name: o.driverName, Controller: o.controller()})
 	if o.controller() {
-		cfg := driver.ControllerConfig{StateFile: o.stateFile, DataRoot: o.dataRoot, ControlDir: o.controlDir}
+		cfg := driver.ControllerConfig{StateFile: o.stateFile, DataRoot: o.dataRoot, ControlDir: o.controlDir,
+			FaultMisplace: o.faultMisplace}
 		if o.mode == "all" {
 			cfg.Nodes = []driver.KnownNode{{ID: o.nodeID, Hostname: o.hostname, Zone: o.zone, MaxVolumes: o.maxVolumes}}
 			cfg.NodeDataRoot = o.dataRoot

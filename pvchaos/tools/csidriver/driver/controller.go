@@ -35,6 +35,9 @@ type ControllerConfig struct {
 	// then DeleteVolume also removes the node's backing directory, which no other call
 	// would (a standalone controller cannot reach node-local directories).
 	NodeDataRoot string
+	// FaultMisplace is a bug on purpose, for the harness's self-verification (a canary
+	// must catch it): zonal volumes go to an allowed zone other than the selected node's.
+	FaultMisplace bool
 }
 
 // Controller implements csi.ControllerServer.

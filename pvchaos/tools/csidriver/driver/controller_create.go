@@ -61,6 +61,9 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	requisite := segments(req.GetAccessibilityRequirements().GetRequisite())
 	preferred := segments(req.GetAccessibilityRequirements().GetPreferred())
 	place, err := ChoosePlacement(params.Mode, requisite, preferred)
+	if c.cfg.FaultMisplace && err == nil {
+		place = Misplace(params.Mode, place, requisite)
+	}
 	if errors.Is(err, ErrUnsatisfiable) {
 		return nil, status.Errorf(codes.ResourceExhausted, "volume %q: %v", name, err)
 	}

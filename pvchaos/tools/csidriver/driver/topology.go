@@ -79,6 +79,21 @@ func ChoosePlacement(mode string, requisite, preferred []Segment) (Placement, er
 	return Placement{}, fmt.Errorf("%w: no requisite or preferred segment carries %s (%s=%s)", ErrUnsatisfiable, key, ParamTopology, mode)
 }
 
+// Misplace is the --fault-misplace bug: a zonal volume moves to the first requisite zone
+// other than the chosen one (unchanged when requisite allows one zone only, or in node
+// mode), so its PV's nodeAffinity names a zone the selected node is not in.
+func Misplace(mode string, p Placement, requisite []Segment) Placement {
+	if mode != ModeZone {
+		return p
+	}
+	for _, seg := range requisite {
+		if z := seg[ZoneKey]; z != "" && z != p.Zone {
+			return Placement{Zone: z}
+		}
+	}
+	return p
+}
+
 // SelectedSegment is the segment the knob matches against: preferred[0], the selected
 // node's. Immediate classes have no selected node; then the knob's node and zone lists
 // match nothing.

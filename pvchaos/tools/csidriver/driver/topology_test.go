@@ -79,3 +79,16 @@ func TestSatisfies(t *testing.T) {
 		t.Error("n1 is not in requisite")
 	}
 }
+
+func TestMisplaceMovesAZonalVolumeOutOfTheChosenZone(t *testing.T) {
+	requisite := []Segment{{ZoneKey: "zone-a"}, {ZoneKey: "zone-b"}}
+	if got := Misplace(ModeZone, Placement{Zone: "zone-a"}, requisite); got.Zone != "zone-b" {
+		t.Fatalf("misplaced to %q, want zone-b", got.Zone)
+	}
+	if got := Misplace(ModeZone, Placement{Zone: "zone-a"}, requisite[:1]); got.Zone != "zone-a" {
+		t.Fatalf("one allowed zone: %q, want zone-a", got.Zone)
+	}
+	if got := Misplace(ModeNode, Placement{Zone: "zone-a", Node: "n1"}, requisite); got.Node != "n1" {
+		t.Fatalf("node mode must not move: %+v", got)
+	}
+}
