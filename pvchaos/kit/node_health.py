@@ -16,9 +16,14 @@ __all__ = ["NOT_READY", "UNREACHABLE", "has_taint", "wait_node_ready", "wait_nod
 
 @allure.step("node {node} turns Unknown and unreachable-tainted")
 def wait_node_unreachable(ws: Workspace, node: str, timeout: float = 60) -> Obj:
-    """Ready=Unknown with the controller's message, and the NoExecute unreachable taint."""
-    got = wait_for(ws.kube, "Node", node, lambda n: o.ready(n) == "Unknown" and has_taint(n, UNREACHABLE, "NoExecute"),
-                   "Ready=Unknown and taint node.kubernetes.io/unreachable:NoExecute", None, timeout)
+    """Ready=Unknown with the controller's message, and both unreachable taints. The node
+    lifecycle controller adds the NoExecute taint (eviction) and the NoSchedule one
+    (scheduling) in separate passes: in between, a pod that tolerates the NoExecute taint
+    (every pod does, for 300 s by default) can still be scheduled onto the dead node, and a
+    test that goes on after the first taint alone races the second."""
+    got = wait_for(ws.kube, "Node", node, lambda n: o.ready(n) == "Unknown" and has_taint(n, UNREACHABLE, "NoExecute")
+                   and has_taint(n, UNREACHABLE, "NoSchedule"),
+                   "Ready=Unknown and taints node.kubernetes.io/unreachable:NoExecute and :NoSchedule", None, timeout)
     wanted = messages.any_of("NODE_UNREACHABLE_MESSAGE")
     assert any(w in o.ready_message(got) for w in wanted), f"Ready message {o.ready_message(got)!r}, expected {wanted}"
     return got

@@ -23,7 +23,7 @@ from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
 from pvchaos.kube import snapshot
 from pvchaos.kube.errors import CanaryFailed, InvariantViolation
-from pvchaos.plugin import csi_calls, evidence, hookspecs, interrupts, sharding, summary, upgrade_options
+from pvchaos.plugin import csi_calls, evidence, hookspecs, interrupts, long_tests, sharding, summary, upgrade_options
 from pvchaos.plugin.fixtures import (
     CANARY_KEY,
     WORKSPACE_KEY,
@@ -62,6 +62,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
     pluginmanager.register(summary, "pvchaos-summary")  # the session-end table (summary.py)
     pluginmanager.register(sharding, "pvchaos-sharding")  # --shard K/N, applied after every other deselection
+    pluginmanager.register(long_tests, "pvchaos-long")  # tests marked long run only with --long
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

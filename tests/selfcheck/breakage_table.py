@@ -25,7 +25,7 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach",
                                    "no-capacity-tracking", "csi-no-topology", "nodevolumelimits", "pod-gc",
                                    "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
-                                   "no-reschedule")},
+                                   "no-reschedule", "wrong-zone")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }
 
@@ -66,7 +66,7 @@ TABLE: dict[str, Entry] = {
     f"{BM}::test_immediate_binding_strands_pod_in_other_zone": _e(
         "volumebinding", "the VolumeBinding plugin is what rejects a node outside the bound PV's affinity"),
     f"{BM}::test_wait_for_first_consumer_provisions_in_pod_zone": _e(
-        "volumebinding", "the VolumeBinding plugin selects the node the claim is provisioned for"),
+        "wrong-zone", "a driver that ignores the selected node's topology puts the volume in another zone"),
     f"{BM}::test_allowed_topologies_limit_immediate_provisioning": _e(
         "provisioner", "Immediate provisioning is the provisioner's alone"),
     f"{BM}::test_pod_pinned_outside_allowed_topologies_fails": _e(
