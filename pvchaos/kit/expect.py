@@ -147,11 +147,15 @@ def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60
 def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
     """Running; and each of its dynamically provisioned volumes where its node was selected."""
     pod = wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout, fail_if=pod_cannot_run)
+    _volumes_where_selected(ws, pod)
+    return pod
+
+
+def _volumes_where_selected(ws: Workspace, pod: Obj) -> None:
     for key in placement.pod_claim_keys(pod):
         claim = ws.get("PersistentVolumeClaim", key.split("/", 1)[1])
         if claim is not None and o.phase(claim) == "Bound":
             provisioned_where_selected(ws, claim)
-    return pod
 
 
 @allure.step("pod {name} is scheduled")
@@ -220,8 +224,10 @@ def bindings_consistent(ws: Workspace) -> None:
 @allure.step("pod {name} is replaced and Running")
 def pod_replaced(ws: Workspace, name: str, old_uid: str, timeout: float = 60) -> Obj:
     """A new pod object of the same name (a controller's replacement) reaches Running."""
-    return wait_for(ws.kube, "Pod", name, lambda p: o.uid(p) != old_uid and pod_running(p),
-                    f"a replacement (uid other than {old_uid}) Running", ws.namespace, timeout)
+    pod = wait_for(ws.kube, "Pod", name, lambda p: o.uid(p) != old_uid and pod_running(p),
+                   f"a replacement (uid other than {old_uid}) Running", ws.namespace, timeout)
+    _volumes_where_selected(ws, pod)
+    return pod
 
 
 @allure.step("pod {name} is evicted")
@@ -281,8 +287,14 @@ def all_reach(ws: Workspace, kind: str, count: int, done: Callable[[Obj], bool],
 
 @allure.step("StatefulSet {name} has {replicas} ready replicas")
 def statefulset_ready(ws: Workspace, name: str, replicas: int, timeout: float = 90) -> Obj:
-    return wait_for(ws.kube, "StatefulSet", name, lambda s: o.ready_replicas(s) == replicas,
-                    f"{replicas} ready replicas", ws.namespace, timeout)
+    """All replicas ready, and each replica's volumes where its node was selected."""
+    sts = wait_for(ws.kube, "StatefulSet", name, lambda s: o.ready_replicas(s) == replicas,
+                   f"{replicas} ready replicas", ws.namespace, timeout)
+    for i in range(replicas):
+        pod = ws.get("Pod", f"{name}-{i}")
+        if pod is not None:
+            _volumes_where_selected(ws, pod)
+    return sts
 
 
 # ---- common set-ups ----------------------------------------------------------------------

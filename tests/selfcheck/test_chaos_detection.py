@@ -37,7 +37,7 @@ def test_node_failure_suite_fails_without_node_lifecycle_controller(tmp_path: Pa
                            env={"PVCHAOS_CHAOS_BREAK": "node-lifecycle"})
     assert code == 1, out[-3000:]
     assert "test_node_failure_taints_and_evicts_on_schedule" in failed_tests(out), out[-3000:]
-    assert "Ready=Unknown and taint node.kubernetes.io/unreachable:NoExecute" in out, out[-3000:]
+    assert "Ready=Unknown and taints node.kubernetes.io/unreachable:NoExecute and :NoSchedule" in out, out[-3000:]
 
 
 @pytest.mark.slow
