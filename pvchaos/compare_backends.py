@@ -32,6 +32,15 @@ EXPLAINED: dict[str, str] = {
         "every zone down (no master disruption mode); on local clusters every node is in a zone",
     "test_real_kubelet::test_local_volume_data_survives_node_crash_and_return":
         "needs real kubelets: KWOK nodes run no containers and mount nothing",
+    **{f"test_real_kubelet::{name}": "needs real kubelets: KWOK nodes run no containers, mount nothing and register "
+                                      "no node plugin"
+       for name in ("test_moved_volume_brings_the_pod_back_with_the_same_bytes",
+                    "test_move_without_the_copy_fails_the_mount_and_is_explained",
+                    "test_node_plugin_gone_leaves_the_pod_in_container_creating")},
+    "test_real_kubelet::test_moved_volume_without_the_gate_leaves_the_pod_pending":
+        "needs real kubelets and a cluster with MutablePVNodeAffinity off",
+    "test_attach_detach::test_returning_node_clears_the_stale_volume_attachment":
+        "needs real kubelets: only a kubelet reports the volume in use, and only a returning kubelet clears it",
     "test_attach_detach::test_lost_node_keeps_the_volume_until_the_out_of_service_taint":
         "needs real kubelets: only a kubelet reports the volume in use (volumesInUse); on KWOK nodes the "
         "attach/detach controller detaches at once",

@@ -16,7 +16,8 @@ import allure
 import pytest
 
 from pvchaos.api import Workspace, b, chaos_labels, chaos_nodes, holds_for, measure, o, x
-from pvchaos.kit.node_health import wait_node_unreachable
+from pvchaos.chaos import pv_affinity as mut
+from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_for_event, wait_for_state
 
@@ -140,3 +141,59 @@ def test_lost_node_releases_the_volume_after_the_six_minute_force_detach(ws: Wor
     x.pod_runs(ws, "replacement", timeout=120)
     measure.seconds("Multi-Attach recovery without the out-of-service taint, seconds", waited)
     measure.since("replacement created to Running, seconds", created)
+
+
+@allure.story("node lost, its pod force-deleted: the VolumeAttachment goes stale; the node's return clears it")
+@pytest.mark.disruptive
+@pytest.mark.needs("real-kubelet", "node-failure")
+def test_returning_node_clears_the_stale_volume_attachment(ws: Workspace) -> None:
+    """After the writer is force-deleted on a lost node, its VolumeAttachment is stale:
+    no pod uses the volume there, but the node's last status still lists it in
+    `volumesInUse`, so the attach/detach controller keeps it (and the replacement gets
+    Multi-Attach). What clears it before the 6-minute force detach is the node's return:
+    its kubelet finds no pod for the volume, reports it no longer in use, and the
+    controller detaches; the replacement then attaches on the other node."""
+    pv, lost, second, deleted, _ = _lose_the_node_holding_the_volume(ws)
+    x.expect(ws.get("Pod", "writer") is None, "the writer pod object is gone (force-deleted)", ws=ws)
+    with allure.step("for 15 s the attachment to the lost node stays, with no pod using it there"):
+        holds_for(ws.kube, "VolumeAttachment",
+                  lambda st: None if [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == lost]
+                  else f"{pv} was detached from the lost node {lost} while it was down",
+                  15, f"the stale VolumeAttachment of {pv} to {lost} stays")
+    returned = time.monotonic()
+    chaos_nodes.restore_node(ws.cluster, lost)
+    wait_node_ready(ws, lost, timeout=180)
+    _detached(ws, pv, lost, timeout=180)
+    measure.since("stale VolumeAttachment cleared after the node's return, seconds", returned)
+    x.expect(time.monotonic() - deleted < FORCE_DETACH_S,
+             f"the returning node's kubelet, not the controller's {FORCE_DETACH_S:.0f} s force detach, released {pv}")
+    _attached_to(ws, pv, second, timeout=120)
+    x.pod_runs(ws, "replacement", timeout=120)
+
+
+@allure.story("a PV's affinity moved to another node without its data: the driver refuses the attach; explain names it")
+@pytest.mark.needs("dynamic-local", "mutable-pv-affinity")
+def test_attach_the_driver_refuses_is_explained(ws: Workspace) -> None:
+    """The half-done move of KEP-5381's maintenance scenario: the PV of a node-local
+    volume is re-pointed at another node (the gate allows it) but nobody moved the data,
+    so the scheduler places the pod there, the attach/detach controller asks to attach,
+    and the driver's ControllerPublishVolume answers FailedPrecondition. The pod stays in
+    ContainerCreating with FailedAttachVolume; `pvchaos explain` says ATTACH_FAILED."""
+    ws.create(b.persistent_volume_claim("data", "1Gi", ws.local_class()))
+    ws.create(b.pod("first", ("data",)))
+    home = str(o.node_name(x.pod_runs(ws, "first", timeout=120)))
+    pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
+    target = next((n for n in ws.nodes() if o.name(n) != home), None)
+    if target is None:
+        pytest.skip("one worker node: the PV has nowhere else to point")
+    ws.delete("Pod", "first")
+    _detached(ws, pv, home)
+    mut.replace_affinity(ws.kube, pv, {"required": b.node_selector_terms(
+        [(o.ZONE_KEY, "In", [str(o.zone(target))]), (o.HOSTNAME_KEY, "In", [o.hostname(target)])])})
+    ws.create(b.pod("second", ("data",)))
+    pod = x.pod_scheduled(ws, "second")
+    x.expect(o.node_name(pod) == o.name(target), f"the scheduler follows the PV's new affinity to {o.name(target)}",
+             pod, ws=ws)
+    ev = wait_for_event(ws.kube, pod, "is local to node", reason="FailedAttachVolume", timeout=120)
+    x.expect("FailedPrecondition" in str(ev.get("message")), "the driver's FailedPrecondition reaches the event", ev)
+    x.explained_as(ws, "second", "ATTACH_FAILED")

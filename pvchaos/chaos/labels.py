@@ -41,3 +41,11 @@ def remove_taint(kube: Kube, node: str, taint: dict[str, Any]) -> None:
     taints = [t for t in (obj.get("spec") or {}).get("taints") or []
               if (t["key"], t["effect"]) != (taint["key"], taint["effect"])]
     kinds.patch(kube, "Node", node, {"spec": {"taints": taints}})
+
+
+@allure.step("cordon node {node}")
+def cordon(cleanup: Cleanup, kube: Kube, node: str) -> None:
+    """Mark the node unschedulable, as `kubectl cordon` (the first half of a drain); it is
+    uncordoned at cleanup."""
+    cleanup.push(f"uncordon node {node}", lambda: kinds.patch(kube, "Node", node, {"spec": {"unschedulable": None}}))
+    kinds.patch(kube, "Node", node, {"spec": {"unschedulable": True}})

@@ -36,10 +36,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -373,6 +374,25 @@ class KindFaults:
     def node_exec(self, node: str, command: str) -> str:
         """Run a shell command on a node (e.g. read a file a pod wrote to a volume)."""
         return self._docker("exec", self.container(node), "sh", "-c", command)
+
+    def stop_node_plugin(self, node: str) -> None:
+        """Stop the CSI node plugin on one node and take its registration socket away, so
+        the kubelet's plugin watcher deregisters the driver (CSINode loses it)."""
+        registration = f"{kind_csi.REGISTRATION_DIR}/{csi.DRIVER_NAME}-reg.sock"
+        self._docker("exec", self.container(node), "sh", "-c",
+                     f"systemctl stop {kind_csi.UNIT} && rm -f {registration}")
+
+    def start_node_plugin(self, node: str) -> None:
+        """Start the node plugin again; it registers with the kubelet as at boot."""
+        self._docker("exec", self.container(node), "systemctl", "start", kind_csi.UNIT)
+
+    def copy_between_nodes(self, source: str, target: str, path: str) -> None:
+        """Copy a directory from one node to the same path on another, through the host
+        (`docker cp` out and in), as a storage system's migration would copy a volume."""
+        with tempfile.TemporaryDirectory(prefix="pvchaos-copy-") as tmp:
+            self._docker("cp", f"{self.container(source)}:{path}", f"{tmp}/data")
+            self._docker("exec", self.container(target), "mkdir", "-p", str(PurePosixPath(path).parent))
+            self._docker("cp", f"{tmp}/data", f"{self.container(target)}:{path}")
 
 
 # ---- backend --------------------------------------------------------------------------------
