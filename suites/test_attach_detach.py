@@ -47,6 +47,14 @@ def _detached(ws: Workspace, pv: str, node: str, timeout: float = 60) -> None:
                    else None, f"no VolumeAttachment of {pv} to {node}", timeout=timeout)
 
 
+def _stays_attached(ws: Workspace, pv: str, node: str, seconds: float, what: str) -> None:
+    with allure.step(f"for {seconds:.0f} s {what}"):
+        holds_for(ws.kube, "VolumeAttachment",
+                  lambda st: None if [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == node]
+                  else f"{pv} was detached from the lost node {node} while it was down, without the out-of-service taint",
+                  seconds, f"{pv} stays attached to {node}")
+
+
 @allure.story("a pod's volume: VolumeAttachment created, attached, pod Running; deleted with the pod")
 def test_volume_attachment_timeline(ws: Workspace) -> None:
     sc = ws.storage_class("attach", "WaitForFirstConsumer")
@@ -104,11 +112,7 @@ def test_lost_node_keeps_the_volume_until_the_out_of_service_taint(ws: Workspace
     """Only a real kubelet reports the volume in use (node.status.volumesInUse); without
     that report the controller detaches at once, so on KWOK nodes this test skips."""
     pv, lost, second, _, t0 = _lose_the_node_holding_the_volume(ws)
-    with allure.step("for 20 s the volume stays attached to the lost node (no force detach before 6 minutes)"):
-        holds_for(ws.kube, "VolumeAttachment",
-                  lambda st: None if [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == lost]
-                  else f"{pv} was detached from the lost node {lost} without the out-of-service taint",
-                  20, f"{pv} stays attached to {lost}")
+    _stays_attached(ws, pv, lost, 20, "the volume stays attached to the lost node (no force detach before 6 minutes)")
     t1 = time.monotonic()
     chaos_labels.add_taint(ws.cleanup, ws.kube, lost, chaos_labels.OUT_OF_SERVICE)
     _detached(ws, pv, lost, timeout=120)
@@ -155,11 +159,7 @@ def test_returning_node_clears_the_stale_volume_attachment(ws: Workspace) -> Non
     controller detaches; the replacement then attaches on the other node."""
     pv, lost, second, deleted, _ = _lose_the_node_holding_the_volume(ws)
     x.expect(ws.get("Pod", "writer") is None, "the writer pod object is gone (force-deleted)", ws=ws)
-    with allure.step("for 15 s the attachment to the lost node stays, with no pod using it there"):
-        holds_for(ws.kube, "VolumeAttachment",
-                  lambda st: None if [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == lost]
-                  else f"{pv} was detached from the lost node {lost} while it was down",
-                  15, f"the stale VolumeAttachment of {pv} to {lost} stays")
+    _stays_attached(ws, pv, lost, 15, "the attachment to the lost node stays, with no pod using it there")
     returned = time.monotonic()
     chaos_nodes.restore_node(ws.cluster, lost)
     wait_node_ready(ws, lost, timeout=180)
@@ -179,15 +179,9 @@ def test_attach_the_driver_refuses_is_explained(ws: Workspace) -> None:
     so the scheduler places the pod there, the attach/detach controller asks to attach,
     and the driver's ControllerPublishVolume answers FailedPrecondition. The pod stays in
     ContainerCreating with FailedAttachVolume; `pvchaos explain` says ATTACH_FAILED."""
-    ws.create(b.persistent_volume_claim("data", "1Gi", ws.local_class()))
-    ws.create(b.pod("first", ("data",)))
-    home = str(o.node_name(x.pod_runs(ws, "first", timeout=120)))
-    pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
-    target = next((n for n in ws.nodes() if o.name(n) != home), None)
+    pv, _, target = x.node_local_volume_released(ws)
     if target is None:
         pytest.skip("one worker node: the PV has nowhere else to point")
-    ws.delete("Pod", "first")
-    _detached(ws, pv, home)
     mut.replace_affinity(ws.kube, pv, {"required": b.node_selector_terms(
         [(o.ZONE_KEY, "In", [str(o.zone(target))]), (o.HOSTNAME_KEY, "In", [o.hostname(target)])])})
     ws.create(b.pod("second", ("data",)))

@@ -173,24 +173,6 @@ def test_moved_volume_without_the_gate_leaves_the_pod_pending(ws: Workspace) -> 
 
 # ---- what a real kubelet reports when a volume cannot be set up (pvchaos explain) ---------
 
-def _first_pod_elsewhere(ws: Workspace) -> tuple[str, str, Obj]:
-    """A pod ran on a node-local volume and was deleted (volume detached); returns (PV, its
-    node, another node)."""
-    ws.create(b.persistent_volume_claim("data", "1Gi", ws.local_class()))
-    ws.create(b.pod("first", ("data",)))
-    home = str(o.node_name(x.pod_runs(ws, "first", timeout=120)))
-    pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
-    target = next((n for n in ws.nodes() if o.name(n) != home), None)
-    if target is None:
-        pytest.skip("one worker node: the PV has nowhere else to point")
-    ws.delete("Pod", "first")
-    wait_for_state(ws.kube, "VolumeAttachment",
-                   lambda st: None if any(va["spec"].get("source", {}).get("persistentVolumeName") == pv
-                                          for va in st.values()) else True,
-                   f"no VolumeAttachment of {pv}", timeout=120)
-    return pv, home, target
-
-
 @allure.feature("Volume setup failures, explained")
 @allure.story("moved without its data: attached, but the node plugin refuses to stage it; explain says MOUNT_FAILED")
 @pytest.mark.needs("mutable-pv-affinity")
@@ -198,7 +180,9 @@ def test_move_without_the_copy_fails_the_mount_and_is_explained(ws: Workspace) -
     """The operator recorded the move and the PV follows it, but the copy never happened:
     the controller attaches the volume to the new node, and the kubelet's MountDevice
     (NodeStageVolume) gets the node plugin's FailedPrecondition: FailedMount."""
-    pv_name, home, target = _first_pod_elsewhere(ws)
+    pv_name, home, target = x.node_local_volume_released(ws)
+    if target is None:
+        pytest.skip("one worker node: the PV has nowhere else to point")
     pv = ws.get("PersistentVolume", pv_name) or {}
     faults = ws.cluster.faults
     assert faults is not None and hasattr(faults, "volume_dir")

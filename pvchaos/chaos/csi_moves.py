@@ -6,37 +6,13 @@ nodeAffinity, Kubernetes' side, is the suite's to change. Undo registered first 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import allure
 
-from pvchaos.clusters import csi
+from pvchaos.chaos.csi_control import control_file, read_map, write_map
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
 from pvchaos.kube.cleanup import Cleanup
 
 MOVES_FILE = "moves.json"  # pvchaos-csi --control-dir: {"<volume id>": "<hostname>"}
-
-
-def _moves_file(cluster: ClusterHandle) -> Path:
-    if cluster.directory is None or not csi.paths_for(cluster.directory).root.is_dir():
-        raise ClusterError(f"cluster {cluster.name}: no pvchaos-csi control directory (not the harness's CSI driver)")
-    return csi.paths_for(cluster.directory).control_dir / MOVES_FILE
-
-
-def _read(path: Path) -> dict[str, str]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
-def _write(path: Path, moves: dict[str, str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(moves), encoding="utf-8")
-    tmp.replace(path)  # the driver never reads half a file
 
 
 @allure.step("the operator moves volume {volume_id} from node {source} to node {target}")
@@ -48,14 +24,14 @@ def move_local_volume(cleanup: Cleanup, cluster: ClusterHandle, volume_id: str, 
     faults = cluster.faults
     if copy_data and (faults is None or not hasattr(faults, "copy_between_nodes")):
         raise ClusterError(f"cluster {cluster.name}: backend {cluster.backend} cannot copy between nodes")
-    path = _moves_file(cluster)
+    path = control_file(cluster, MOVES_FILE)
 
     def forget() -> None:
-        now = _read(path)
+        now = read_map(path)
         now.pop(volume_id, None)
-        _write(path, now)
+        write_map(path, now)
 
     cleanup.push(f"forget the move of volume {volume_id}", forget)
     if copy_data:
         faults.copy_between_nodes(source, target, volume_dir)  # type: ignore[union-attr]
-    _write(path, {**_read(path), volume_id: target_hostname})
+    write_map(path, {**read_map(path), volume_id: target_hostname})
