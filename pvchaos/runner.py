@@ -30,6 +30,7 @@ from pvchaos.clusters.topology import Topology
 from pvchaos.conformance import feature_gates
 from pvchaos.drivers.profile import load_profile
 from pvchaos.results import merge_into
+from pvchaos.run_config import available_memory_mib, scale_problem  # the plugin refuses the same input
 from pvchaos.shard import parse_shard
 from pvchaos.tools.build import ensure_binaries, served_releases
 from pvchaos.tools.csi_driver import ensure_csi_driver
@@ -48,16 +49,6 @@ class UsageError(ValueError):
 
 def known_suites() -> list[str]:
     return sorted(p.stem.removeprefix("test_") for p in SUITES_DIR.glob("test_*.py"))
-
-
-def available_memory_mib() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return 4096
 
 
 def effective_workers(req: Options) -> int:
@@ -108,7 +99,6 @@ def validate(req: Options) -> None:
             raise UsageError(f"--workers {n}: this machine has memory for about {fits} workers' local clusters "
                              f"({available_memory_mib()} MiB available, ~{2 * CLUSTER_MEMORY_MIB} MiB each)")
     if req.scale or "scale" in req.suites:
-        from pvchaos.plugin import scale_problem  # the plugin refuses the same input under plain pytest
         if problem := scale_problem(req, available_memory_mib()):
             raise UsageError(problem)
     if req.backend == "existing" and not req.kubeconfig:
