@@ -14,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pvchaos.clusters import providers
 from pvchaos.clusters.local.config import minor_of, parse_feature_gates
 from pvchaos.clusters.options import Options
+from pvchaos.clusters.provider import Feature
 from pvchaos.clusters.topology import Topology
 from pvchaos.drivers.profile import DriverProfile, load_profile
 from pvchaos.kit.storm_plan import StormShape, memory_refusal, suite_shape
@@ -81,4 +83,5 @@ def scale_problem(opts: Options, available_mib: float) -> str | None:
         shape = suite_shape(opts.scale_size, Topology.parse(opts.zones).zones)
     except ValueError as exc:
         return f"--scale-size {opts.scale_size}: {exc}"
-    return memory_refusal(shape, available_mib) if opts.backend == "local" else None
+    host = providers.has(opts.backend, Feature.HOST_PROCESSES)  # clusters of this machine share its memory
+    return memory_refusal(shape, available_mib) if host else None

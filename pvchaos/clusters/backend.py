@@ -40,6 +40,12 @@ class Capability(StrEnum):
     # the harness's own provisioners, which fail on pvchaos.dev/fail-* class parameters
     # (docs/writing-suites.md#making-provisioning-fail); never a profile's driver
     PROVISIONING_FAILURES = "provisioning-failures"
+    # the backend can upgrade the running cluster's components in place (local:
+    # clusters/local/upgrade.py; the handle's faults are the LocalCluster, see `upgradable`)
+    IN_PLACE_UPGRADE = "in-place-upgrade"
+    # nodes are containers: a node can crash (its machine stops) or be cut off the network
+    # (kind: chaos.nodes.crash_node, partition_node)
+    CONTAINER_FAULTS = "container-faults"
 
 
     @classmethod

@@ -17,12 +17,10 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from pvchaos.clusters import arguments
+from pvchaos.clusters import arguments, providers
 from pvchaos.clusters.common.gates import binary_gates as binary_gates  # re-exported
 from pvchaos.clusters.common.gates import check_feature_gates as check_feature_gates  # re-exported
 from pvchaos.tools.build import REPO_ROOT
-
-BACKENDS = ("local", "kind", "existing")
 
 
 def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None,
@@ -37,9 +35,9 @@ def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None
 def backend_list(text: str) -> str:
     """`local`, or several backends comma-separated, each once."""
     names = [b.strip() for b in text.split(",")]
-    unknown = [b for b in names if b not in BACKENDS]
+    unknown = [b for b in names if b not in providers.names()]
     if not text or unknown or len(set(names)) != len(names):
-        raise arguments.Bad(f"{text!r}: give one or more of {', '.join(BACKENDS)}, comma-separated, each once")
+        raise arguments.Bad(f"{text!r}: give one or more of {', '.join(providers.names())}, comma-separated, each once")
     return text
 
 

@@ -8,8 +8,9 @@ Isolation model (docs/isolation.md):
 - a disruptive test (node or zone faults, node label changes, component restarts) gets
   a fresh cluster of its own, destroyed right after it. Local clusters start in a few
   seconds, so this costs less than coordinating faults between tests.
-Backends that cannot start clusters (existing, kind) skip tests whose configuration
-they cannot provide, with the reason.
+Backends without the `cluster-per-request` feature (clusters/provider.py; today existing
+and kind) have one cluster per run, reached through their provider, and skip tests whose
+configuration they cannot provide, with the reason.
 """
 
 from __future__ import annotations
@@ -19,18 +20,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pvchaos.clusters import providers
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
 from pvchaos.clusters.csi import CsiOptions
-from pvchaos.clusters.existing import ExistingBackend
-from pvchaos.clusters.kind import KindBackend
 from pvchaos.clusters.local.cluster import LocalCluster, local_capabilities, missing_details
 from pvchaos.clusters.local.config import LocalClusterConfig, gates_for_version, minor_of, parse_feature_gates, sized
 from pvchaos.clusters.options import Options
+from pvchaos.clusters.provider import Feature, Teardown
 from pvchaos.clusters.topology import Topology
 from pvchaos.kube import naming
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
-Teardown = Callable[[], None]  # downs a cluster this pool started
 Configure = Callable[[LocalClusterConfig], LocalClusterConfig]  # last word on a local cluster's configuration
 Started = Callable[[LocalCluster, ClusterHandle], None]  # told of every local cluster once it is up
 
@@ -96,6 +96,11 @@ class ClusterPool:
     _external: ClusterHandle | None = None
     _external_down: Teardown | None = None  # set when the harness created the cluster (kind)
 
+    @property
+    def per_request(self) -> bool:
+        """The backend starts a cluster per request (the local backend, through this pool)."""
+        return providers.has(self.options.backend, Feature.CLUSTER_PER_REQUEST)
+
     # -- local ----------------------------------------------------------------------------
     def _local_config(self, request: ClusterRequest) -> LocalClusterConfig:
         topo = Topology.parse(self.options.zones, self.options.nodes_per_zone)
@@ -139,7 +144,7 @@ class ClusterPool:
     def capabilities(self, request: ClusterRequest) -> frozenset[str]:
         """What the cluster for this request can do, without starting a new one: a local
         configuration's are known in advance; an external cluster is reached once, shared."""
-        if self.options.backend == "local":
+        if self.per_request:
             if request in self._shared:
                 return self._shared[request][1].capabilities
             return local_capabilities(self._local_config(request))
@@ -147,13 +152,13 @@ class ClusterPool:
 
     def missing_details(self, request: ClusterRequest) -> dict[str, str]:
         """Capability -> why this request's cluster lacks it, where the backend can say."""
-        if self.options.backend == "local":
+        if self.per_request:
             return missing_details(self._local_config(request))
         return {}
 
     def shared(self, request: ClusterRequest) -> ClusterHandle:
         """The worker's cluster for this configuration, started on first use."""
-        if self.options.backend != "local":
+        if not self.per_request:
             return self._external_for(request)
         if request not in self._shared:
             self._shared[request] = self._start(request)
@@ -161,7 +166,7 @@ class ClusterPool:
 
     def fresh(self, request: ClusterRequest) -> tuple[ClusterHandle, Teardown | None]:
         """A cluster for one disruptive test and how to down it (None: not ours to down)."""
-        if self.options.backend != "local":
+        if not self.per_request:
             return self._external_for(request), None
         local, handle = self._start(request)
         return handle, local.down
@@ -202,14 +207,9 @@ class CannotProvide(Exception):
 
 def _connect_external(options: Options) -> tuple[ClusterHandle, Teardown | None]:
     """The handle, and how to delete the cluster when the harness created it (kind)."""
-    if options.backend == "existing":
-        if not options.kubeconfig:
-            raise ClusterError("backend existing: --kubeconfig is required")
-        return ExistingBackend(options.kubeconfig, options.context, options.allow_disruptive,
-                               options.allow_contexts).up(), None
-    if options.backend == "kind":
-        backend = KindBackend.from_options(options, cluster=f"pvchaos-{secrets.token_hex(3)}")
-        handle = backend.up()
-        return handle, lambda: backend.down(handle)
-    raise ClusterError(f"unknown backend {options.backend!r}; use local, kind or existing")
+    try:
+        backend = providers.provider(options.backend)
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
+    return backend.connect(options)
 

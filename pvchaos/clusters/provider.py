@@ -12,6 +12,7 @@ handle (clusters/backend.py), which suites ask for with `needs(...)`.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -37,9 +38,8 @@ class Feature(StrEnum):
     # and gates checked against them before the run, orphans of killed runs swept, the
     # workers bounded by memory, the default version applies, several versions per run.
     HOST_PROCESSES = "host-processes"
-    # The run's options describe the cluster (zones, gates, version): the report says them;
-    # otherwise the cluster has what it has and the report says "discovered".
-    DESCRIBED_BY_OPTIONS = "described-by-options"
+    # `pvchaos cluster up/down` start and remove clusters of this backend that outlive the command.
+    STARTS_CLUSTERS = "starts-clusters"
 
 
 class Provider(Protocol):
@@ -61,4 +61,17 @@ class Provider(Protocol):
     def connect(self, options: Options) -> tuple[ClusterHandle, Teardown | None]:
         """The run's one cluster and how to down it (None: not the harness's to down).
         Backends with CLUSTER_PER_REQUEST are started by the pool per request instead."""
+        ...
+
+    def cluster_up(self, args: argparse.Namespace) -> ClusterHandle:
+        """`pvchaos cluster up --backend NAME`: a cluster that outlives the command."""
+        ...
+
+    def cluster_down(self, name: str | None) -> list[str]:
+        """`pvchaos cluster down`: remove the cluster named (None: all of this backend's);
+        one line per cluster removed; ClusterError when a named one is not there."""
+        ...
+
+    def cluster_list(self) -> list[str]:
+        """`pvchaos cluster list`: one line per cluster of this backend."""
         ...

@@ -15,8 +15,10 @@ import pluggy
 import pytest
 
 from pvchaos import moved
+from pvchaos.clusters import providers
 from pvchaos.clusters.backend import Capability
 from pvchaos.clusters.options import add_options, check_feature_gates, check_options, from_values
+from pvchaos.clusters.provider import Feature
 from pvchaos.conformance import invariants
 from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options
@@ -98,7 +100,7 @@ def _check_options(config: pytest.Config) -> None:
         problem = scale_problem(opts, available_memory_mib())
         if problem:
             raise pytest.UsageError(problem)
-    if opts.backend == "local" and opts.feature_gates:
+    if providers.has(opts.backend, Feature.HOST_PROCESSES) and opts.feature_gates:
         try:
             check_feature_gates(opts.feature_gates, opts.k8s_version or DEFAULT_K8S_VERSION)
         except (ValueError, RuntimeError) as exc:

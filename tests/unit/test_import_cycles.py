@@ -2,7 +2,8 @@
 
 Reads every module under pvchaos/ with `ast`, takes each import of a pvchaos module
 (at module level or inside a function: a deferred import is still a circle, only a
-hidden one), and fails naming the circle when the graph has one. An import of a
+hidden one), and fails naming the circle when the graph has one. Imports under
+`if TYPE_CHECKING:` are left out: they name a type and never run. An import of a
 package's submodule counts as an import of that submodule, not of the package, so
 `plugin/__init__.py` importing `plugin.fixtures` is no circle by itself.
 """
@@ -35,12 +36,33 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _type_checking(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of the tree except the bodies of `if TYPE_CHECKING:` blocks."""
+    found: list[ast.AST] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if _type_checking(node):
+            assert isinstance(node, ast.If)
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def imports(known: dict[str, Path]) -> dict[str, set[str]]:
     """Module -> the project modules it imports."""
     graph: dict[str, set[str]] = {}
     for module, path in known.items():
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names if a.name in known)
             elif isinstance(node, ast.ImportFrom):
@@ -98,3 +120,9 @@ def test_no_import_cycle_among_the_projects_modules() -> None:
 def test_the_check_sees_a_circle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_type_only_imports_are_no_circle() -> None:
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\nimport y\n")
+    names = [a.name for n in _runtime_nodes(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert names == ["y"]

@@ -554,7 +554,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     test that needs more skips without starting one)."""
     caps = {Capability.ZONES, Capability.STATIC_PV, Capability.BLOCK, Capability.RWX,
             Capability.NODE_FAILURE, Capability.NODE_LABELS, Capability.COMPONENT_RESTART,
-            Capability.OWNED, Capability.EPHEMERAL_STORAGE}
+            Capability.OWNED, Capability.EPHEMERAL_STORAGE, Capability.IN_PLACE_UPGRADE}
     if len(cfg.topology.zones) < 2:
         caps.discard(Capability.ZONES)
     if cfg.provisioner:
