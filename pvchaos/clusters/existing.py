@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 import yaml
 
 from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
+from pvchaos.clusters.common.gates import MUTABLE_PV_GATE
+from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from pvchaos.clusters.csi import DRIVER_NAME
-from pvchaos.clusters.local.cluster import LOCAL_PROVISIONER, ZONAL_PROVISIONER
-from pvchaos.clusters.local.config import MUTABLE_PV_GATE
 from pvchaos.clusters.provider import Feature, Teardown
 from pvchaos.clusters.topology import OWNER_LABEL, ZONE_KEY
 from pvchaos.kube import kinds

@@ -48,9 +48,10 @@ import yaml
 
 from pvchaos.clusters import csi, kind_csi
 from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterError, ClusterHandle
-from pvchaos.clusters.local.config import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
-from pvchaos.clusters.local.processes import ProcessRecord, spawn, stop
-from pvchaos.clusters.local.registry import state_root
+from pvchaos.clusters.common.gates import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
+from pvchaos.clusters.common.processes import ProcessRecord, spawn, stop
+from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
+from pvchaos.clusters.common.state import state_root
 from pvchaos.clusters.provider import Feature, Teardown
 from pvchaos.clusters.topology import HOSTNAME_KEY, Topology
 from pvchaos.kube.client import connect
@@ -77,8 +78,6 @@ DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpd
 # preflight asks a registry for kube-proxy and CoreDNS, which these clusters do not run
 # (every image they run is in the node image already).
 PREFLIGHT: dict[str, Any] = {"ignorePreflightErrors": ["SystemVerification", "ImagePull"]}
-ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"  # the test double's names
-LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
 PROVISIONER_KINDS = ("csi", "test-double")  # as the local backend's LocalClusterConfig.provisioner_kind
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 CLUSTER_LABEL = "io.x-k8s.kind.cluster"
