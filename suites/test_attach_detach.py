@@ -83,7 +83,7 @@ def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, flo
     pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
     lost = o.name(first)
     _attached_to(ws, pv, lost)
-    chaos_nodes.fail_node(ws.cleanup, ws.cluster, lost)
+    chaos_nodes.fail_node(ws, lost)
     wait_node_unreachable(ws, lost, timeout=120)
     ws.delete("Pod", "writer", wait=False)  # force-deleted: the kubelet is gone
     deleted = time.monotonic()

@@ -57,9 +57,9 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     x.expect(len(written) == 36, f"the pod wrote its marker into {path} on {node}", pod, ws=ws)
 
     crashed_at = datetime.now(UTC).replace(microsecond=0)
-    chaos_nodes.crash_node(ws.cleanup, ws.cluster, node)
+    crashed = chaos_nodes.crash_node(ws, node)
     wait_node_unreachable(ws, node)
-    chaos_nodes.restore_node(ws.cluster, node)
+    crashed.restore()
     wait_node_ready(ws, node, timeout=120)
     again = wait_for(ws.kube, "Pod", "writer", lambda o: (_running_since(o) or crashed_at) > crashed_at,
                      "its container started again after the crash", ws.namespace, 120)

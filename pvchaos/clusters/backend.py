@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pvchaos.kube.errors import ClusterError
 from pvchaos.tools.versions import minor_of
 
-__all__ = ["Capability", "CapabilityMissing", "ClusterBackend", "ClusterError", "ClusterHandle", "NodeFaults"]
+__all__ = ["Capability", "CapabilityMissing", "ClusterBackend", "ClusterError", "ClusterHandle", "ComponentLogs",
+           "ContainerFaults", "NodeFaults"]
 
 
 class Capability(StrEnum):
@@ -87,6 +88,21 @@ class NodeFaults(Protocol):
     def start_component(self, component: str) -> None: ...
 
 
+@runtime_checkable
+class ContainerFaults(NodeFaults, Protocol):
+    """Faults of backends whose nodes are containers (the container-faults capability)."""
+
+    def crash_node(self, node: str) -> None: ...
+    def partition_node(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class ComponentLogs(Protocol):
+    """A backend that reads a control-plane component's log where it runs (kind)."""
+
+    def component_log(self, component: str) -> str: ...
+
+
 @dataclass
 class ClusterHandle:
     """A running cluster: where to reach it and what it can do."""
@@ -114,9 +130,8 @@ class ClusterHandle:
     def component_log(self, component: str) -> str | None:
         """A control-plane component's log, where the backend can read it (local: its
         file; kind: the static pod's log on the control plane); None elsewhere."""
-        reader = getattr(self.faults, "component_log", None)
-        if reader is not None:
-            return str(reader(component))
+        if isinstance(self.faults, ComponentLogs):
+            return self.faults.component_log(component)
         path = self.directory / "logs" / f"{component}.log" if self.directory else None
         return path.read_text(errors="replace") if path is not None and path.exists() else None
 
