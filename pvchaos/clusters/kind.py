@@ -699,7 +699,7 @@ class KindProvider:
     cluster per run, started when the run first needs it."""
 
     name = "kind"
-    features = frozenset({Feature.STARTS_CLUSTERS})
+    features = frozenset({Feature.STARTS_CLUSTERS, Feature.SHAPED_CLUSTERS})
 
     def problem(self, options: Any) -> str | None:
         return None

@@ -9,8 +9,10 @@ Isolation model (docs/isolation.md):
   a fresh cluster of its own, destroyed right after it. Local clusters start in a few
   seconds, so this costs less than coordinating faults between tests.
 Backends without the `cluster-per-request` feature (clusters/provider.py; today existing
-and kind) have one cluster per run, reached through their provider, and skip tests whose
-configuration they cannot provide, with the reason.
+and kind) have one cluster per run, reached through their provider. A backend with the
+`shaped-clusters` feature (kind) also starts, one at a time, a cluster of the zones, nodes
+per zone and feature gates a test asks for; other configurations, and every one on
+backends that cannot start clusters (existing), skip with the reason.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ class ClusterPool:
     _shared: dict[ClusterRequest, tuple[LocalCluster, ClusterHandle]] = field(default_factory=dict)
     _external: ClusterHandle | None = None
     _external_down: Teardown | None = None  # set when the harness created the cluster (kind)
+    _shaped: tuple[ClusterRequest, ClusterHandle, Teardown | None] | None = None  # kind: the cluster of a shape
 
     @property
     def per_request(self) -> bool:
@@ -174,10 +177,33 @@ class ClusterPool:
     # -- external ---------------------------------------------------------------------------
     def _external_for(self, request: ClusterRequest) -> ClusterHandle:
         if not request.is_default:
-            raise CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
+            return self._shaped_for(request)
         if self._external is None:
             self._external, self._external_down = _connect_external(self.options)
         return self._external
+
+    def _shaped_for(self, request: ClusterRequest) -> ClusterHandle:
+        """A cluster of the shape and gates this request asks for, from a backend that
+        starts one per shape (kind: `shaped-clusters`); one at a time, beside the run's own."""
+        options = shaped_options(self.options, request)
+        if self._shaped is not None and self._shaped[0] == request:
+            return self._shaped[1]
+        self._down_shaped()
+        handle, down = _connect_external(options)
+        self._shaped = (request, handle, down)
+        return handle
+
+    def _down_shaped(self) -> None:
+        if self._shaped is None:
+            return
+        _, handle, down = self._shaped
+        self._shaped = None
+        if down is None:
+            return
+        if self.options.keep_cluster:
+            print(f"[pvchaos] kept cluster {handle.name}: export KUBECONFIG={handle.kubeconfig}")
+            return
+        down()
 
     def close(self) -> None:
         """Down every cluster this worker started (unless --keep-cluster)."""
@@ -191,6 +217,10 @@ class ClusterPool:
                 local.down()
             except Exception as exc:  # noqa: BLE001 - gathered below
                 errors.append(exc)
+        try:
+            self._down_shaped()
+        except Exception as exc:  # noqa: BLE001 - gathered below
+            errors.append(exc)
         if self._external_down is not None and not self.options.keep_cluster:
             down, self._external_down = self._external_down, None
             try:
@@ -203,6 +233,26 @@ class ClusterPool:
 
 class CannotProvide(Exception):
     """The backend cannot give this test the cluster it needs: a skip, not a failure."""
+
+
+SHAPE_FIELDS = ("zones", "nodes_per_zone", "feature_gates")  # what `shaped-clusters` backends start
+
+
+def shaped_options(options: Options, request: ClusterRequest) -> Options:
+    """The run's options for a cluster of the request's zones, nodes per zone and gates
+    (the same cluster request a local cluster takes), or CannotProvide with the reason:
+    the backend does not start clusters per shape, or the request asks for more."""
+    if not providers.has(options.backend, Feature.SHAPED_CLUSTERS):
+        raise CannotProvide(f"backend {options.backend}: cannot start a cluster with {request.describe()}")
+    rest = replace(request, **{f: getattr(ClusterRequest(), f) for f in SHAPE_FIELDS})
+    if not rest.is_default:
+        raise CannotProvide(f"backend {options.backend}: cannot start a cluster with {rest.describe()} "
+                            f"(it starts clusters of other zones, nodes and feature gates only)")
+    gates = {**parse_feature_gates(options.feature_gates), **dict(request.feature_gates)}
+    return replace(options,
+                   zones=",".join(request.zones) if request.zones is not None else options.zones,
+                   nodes_per_zone=request.nodes_per_zone or options.nodes_per_zone,
+                   feature_gates=",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items())))
 
 
 def _connect_external(options: Options) -> tuple[ClusterHandle, Teardown | None]:

@@ -38,6 +38,10 @@ class Feature(StrEnum):
     # and gates checked against them before the run, orphans of killed runs swept, the
     # workers bounded by memory, the default version applies, several versions per run.
     HOST_PROCESSES = "host-processes"
+    # The backend starts a cluster of the zones, nodes per zone and feature gates a cluster
+    # request asks for (the pool asks it for one beside the run's own; kind), where a
+    # backend with one cluster per run would skip the test.
+    SHAPED_CLUSTERS = "shaped-clusters"
     # `pvchaos cluster up/down` start and remove clusters of this backend that outlive the command.
     STARTS_CLUSTERS = "starts-clusters"
 

@@ -109,3 +109,45 @@ def test_features_are_declared_not_inferred_from_names() -> None:
     assert providers.names(Feature.CLUSTER_PER_REQUEST) == ("local",)
     assert providers.names(Feature.STARTS_CLUSTERS) == ("local", "kind")
     assert not providers.has("existing", Feature.HOST_PROCESSES) and not providers.has("nope", Feature.HOST_PROCESSES)
+
+
+class ShapedProvider(TrivialProvider):
+    """A backend that starts a cluster per shape (as kind does)."""
+
+    name = "shaped"
+    features = frozenset({Feature.SHAPED_CLUSTERS})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, int, str]] = []
+
+    def connect(self, options: Options) -> tuple[ClusterHandle, Teardown | None]:
+        self.asked.append((options.zones, options.nodes_per_zone, options.feature_gates))
+        name = f"c{len(self.asked)}"
+        handle = ClusterHandle(name=name, backend=self.name, kubeconfig=Path("/nonexistent"), context=None,
+                               k8s_version="v1.35.4", capabilities=frozenset())
+        return handle, lambda: self.downed.append(name)
+
+
+def test_a_shaped_backend_starts_the_cluster_a_request_asks_for() -> None:
+    backend = ShapedProvider()
+    providers.register(backend)
+    try:
+        pool = ClusterPool(Options(backend="shaped", feature_gates="A=true"))
+        assert pool.shared(ClusterRequest()).name == "c1"
+        gate_off = ClusterRequest(feature_gates=(("MutablePVNodeAffinity", False),))
+        assert pool.shared(gate_off).name == "c2" and pool.fresh(gate_off) == (pool.shared(gate_off), None)
+        wide = ClusterRequest(zones=("zone-a", "zone-b"), nodes_per_zone=4)
+        assert pool.shared(wide).name == "c3" and backend.downed == ["c2"]  # one shaped cluster at a time
+        assert backend.asked == [("3", 2, "A=true"), ("3", 2, "A=true,MutablePVNodeAffinity=false"),
+                                 ("zone-a,zone-b", 4, "A=true")]
+        with pytest.raises(CannotProvide, match="cannot start a cluster with disabled_controllers"):
+            pool.shared(ClusterRequest(nodes_per_zone=4, disabled_controllers=("ttl",)))
+        pool.close()
+        assert sorted(backend.downed) == ["c1", "c2", "c3"]
+    finally:
+        providers.unregister("shaped")
+
+
+def test_kind_declares_shaped_clusters() -> None:
+    assert providers.names(Feature.SHAPED_CLUSTERS) == ("kind",)
