@@ -22,16 +22,14 @@ from pvchaos.certification import (
     write_allure_summary,
 )
 from pvchaos.clusters import providers
-from pvchaos.clusters.local.config import minor_of, parse_feature_gates
 from pvchaos.clusters.local.registry import list_clusters, sweep_orphans
 from pvchaos.clusters.options import REPO_ROOT, Options, check_feature_gates, check_options
 from pvchaos.clusters.options import pytest_flags as _pytest_flags
 from pvchaos.clusters.provider import Feature
-from pvchaos.clusters.topology import Topology
 from pvchaos.conformance import feature_gates
 from pvchaos.drivers.profile import load_profile
 from pvchaos.results import merge_into
-from pvchaos.run_config import available_memory_mib, scale_problem  # the plugin refuses the same input
+from pvchaos.run_config import RunConfig, available_memory_mib, resolve, scale_problem  # the plugin refuses the same input
 from pvchaos.shard import parse_shard
 from pvchaos.tools.build import ensure_binaries, served_releases
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
@@ -69,8 +67,9 @@ def worker_count(text: str) -> int:
     return n
 
 
-def validate(req: Options) -> None:
-    """Raise UsageError with one line for anything wrong, before any cluster starts."""
+def validate(req: Options) -> RunConfig:
+    """Raise UsageError with one line for anything wrong, before any cluster starts; the
+    options resolved (run_config.resolve: topology, gates, version, profile, scale shape)."""
     try:
         check_options(req)  # each option's own check, as the command line applies it
     except ValueError as exc:
@@ -88,11 +87,13 @@ def validate(req: Options) -> None:
     one_cluster = req.backend in providers.names() and not providers.has(req.backend, Feature.CLUSTER_PER_REQUEST)
     if one_cluster and n > 1 and req.workers != "auto":
         raise UsageError(f"--workers {n}: backend {req.backend} has one cluster; use --workers 1")
+    if req.profile and not Path(req.profile).is_file():
+        raise UsageError(f"--profile {req.profile}: no such file")
+    try:
+        config = resolve(req)  # parsed once; a typo or an impossible value is one line, before any cluster
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if providers.has(req.backend, Feature.HOST_PROCESSES):
-        try:
-            Topology.parse(req.zones, req.nodes_per_zone)
-        except ValueError as exc:
-            raise UsageError(f"--zones {req.zones}: {exc}") from None
         fits = max(1, available_memory_mib() // (2 * CLUSTER_MEMORY_MIB))
         if n > fits:
             raise UsageError(f"--workers {n}: this machine has memory for about {fits} workers' local clusters "
@@ -104,17 +105,6 @@ def validate(req: Options) -> None:
         raise UsageError(problem)
     if req.kubeconfig and not Path(req.kubeconfig).is_file():
         raise UsageError(f"--kubeconfig {req.kubeconfig}: no such file")
-    if req.profile:
-        if not Path(req.profile).is_file():
-            raise UsageError(f"--profile {req.profile}: no such file")
-        load_profile(req.profile)  # a typo or an impossible value: one line, before any cluster
-    if providers.has(req.backend, Feature.HOST_PROCESSES):
-        version = req.k8s_version or DEFAULT_K8S_VERSION
-        try:
-            minor_of(version)
-            parse_feature_gates(req.feature_gates)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
     problem = unwritable(req.report_dir)
     if problem:
         raise UsageError(f"--report-dir {req.report_dir}: cannot write there ({problem})")
@@ -123,6 +113,7 @@ def validate(req: Options) -> None:
             parse_shard(req.shard)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    return config
 
 
 def check_gates(req: Options) -> None:
@@ -406,18 +397,18 @@ def _certification(req: Options, results: Path) -> None:
 
 def environment(req: Options) -> dict[str, str]:
     """The report's environment page: what this run was, as the options say (never hard-coded)."""
+    config = resolve(req)
     local = providers.has(req.backend, Feature.HOST_PROCESSES)  # the options describe the cluster
     env = {
         "backend": req.backend,
         "kubernetes": req.k8s_version or (DEFAULT_K8S_VERSION if local else "cluster's own"),
         "feature gates": req.feature_gates or ("MutablePVNodeAffinity=true (local default)"
                                                if local else "as the cluster has them"),
-        "zones": ",".join(Topology.parse(req.zones, req.nodes_per_zone).zones) if local else "discovered",
+        "zones": ",".join(config.topology.zones) if local else "discovered",
         "workers": req.workers,
         "driver profile": req.profile or "none (harness zonal test driver)",
     }
-    if req.profile:
-        profile = load_profile(req.profile)
+    if (profile := config.profile) is not None:
         env["driver"] = profile.name
         env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))
     return {**env, **feature_gates.environment()}  # each gate the suites depend on, per version
