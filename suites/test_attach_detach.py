@@ -109,7 +109,7 @@ def test_lost_node_keeps_the_volume_until_the_out_of_service_taint(ws: Workspace
                   else f"{pv} was detached from the lost node {lost} without the out-of-service taint",
                   20, f"{pv} stays attached to {lost}")
     t1 = time.monotonic()
-    chaos_labels.add_taint(ws.cleanup, ws.kube, lost, chaos_labels.OUT_OF_SERVICE)
+    chaos_labels.add_taint(ws, lost, chaos_labels.OUT_OF_SERVICE)
     _detached(ws, pv, lost, timeout=120)
     _attached_to(ws, pv, second, timeout=120)
     x.pod_runs(ws, "replacement", timeout=120)

@@ -152,11 +152,11 @@ def test_out_of_service_taint_moves_replica(ws: Workspace) -> None:
     chaos_nodes.fail_node(ws, node)
     wait_node_unreachable(ws, node)
     t0 = time.monotonic()
-    chaos_labels.add_taint(ws.cleanup, ws.kube, node, chaos_labels.OUT_OF_SERVICE)
+    out_of_service = chaos_labels.add_taint(ws, node, chaos_labels.OUT_OF_SERVICE)
     new = x.pod_replaced(ws, "db-0", uid(first), timeout=90)
     measure.since("recovery seconds", t0)
     x.expect(node_name(new) != node, "the replacement runs on another node", new, ws=ws)
-    chaos_labels.remove_taint(ws.kube, node, chaos_labels.OUT_OF_SERVICE)
+    out_of_service.restore()
     x.expect(not has_taint(ws.get("Node", node), chaos_labels.OUT_OF_SERVICE["key"], "NoExecute"),
              "the out-of-service taint is removed by hand afterwards")
 

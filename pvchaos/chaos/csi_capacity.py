@@ -9,9 +9,9 @@ from pathlib import Path
 
 import allure
 
+from pvchaos.chaos.fault import Fault, Target, apply
 from pvchaos.clusters import csi
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
-from pvchaos.kube.cleanup import Cleanup
 
 CAPACITY_FILE = "capacity.json"  # pvchaos-csi --control-dir: {"<zone>": "<quantity>"}
 
@@ -38,10 +38,10 @@ def _write(path: Path, capacities: dict[str, str]) -> None:
 
 
 @allure.step("zone {zone} has {quantity} of storage (driver's capacity)")
-def set_zone_capacity(cleanup: Cleanup, cluster: ClusterHandle, zone: str, quantity: str) -> dict[str, str]:
-    """Set one zone's total capacity; returns the capacities in force. The previous value
-    comes back at cleanup (absent: unlimited)."""
-    path = _control_file(cluster)
+def set_zone_capacity(ws: Target, zone: str, quantity: str) -> Fault:
+    """Set one zone's total capacity. The previous value comes back on restore (absent:
+    unlimited)."""
+    path = _control_file(ws.cluster)
     before = _read(path)
 
     def restore() -> None:
@@ -52,7 +52,5 @@ def set_zone_capacity(cleanup: Cleanup, cluster: ClusterHandle, zone: str, quant
             now.pop(zone, None)
         _write(path, now)
 
-    cleanup.push(f"restore the capacity of {zone}", restore)
-    after = {**before, zone: quantity}
-    _write(path, after)
-    return after
+    return apply(ws.cleanup, f"zone {zone} has {quantity}", (zone,), lambda: _write(path, {**before, zone: quantity}),
+                 restore, f"restore the capacity of {zone}")
