@@ -143,7 +143,9 @@ class ClusterHandle:
 
 
 class ClusterBackend(Protocol):
-    """One file per backend implements this: local, kind, existing."""
+    """The first sketch of a backend interface, which no backend implemented; backends are
+    now `pvchaos.clusters.provider.Provider`s, chosen in `pvchaos.clusters.providers`.
+    Kept because it is a public name (pvchaos.api lists this module)."""
 
     name: str
 
