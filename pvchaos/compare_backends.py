@@ -19,14 +19,8 @@ from pvchaos.results import latest_by_test
 
 # test (suite file stem :: pytest name) -> why its verdict differs between local and kind.
 EXPLAINED: dict[str, str] = {
-    "test_pv_affinity_mutation::test_gate_off_rejects_affinity_change":
-        "needs a cluster with MutablePVNodeAffinity off; the kind backend runs one cluster per run (gate on)",
-    "test_pv_affinity_mutation::test_gate_off_allows_setting_affinity_where_none":
-        "needs a cluster with MutablePVNodeAffinity off; the kind backend runs one cluster per run (gate on)",
-    "test_pv_affinity_mutation::test_gate_off_allows_beta_to_ga_key_rename":
-        "needs a cluster with MutablePVNodeAffinity off; the kind backend runs one cluster per run (gate on)",
-    "test_zone_outage::test_partial_zone_disruption_stops_tainting":
-        "needs a 2-zone x 4-node cluster of its own; the kind backend runs one 3 x 2 cluster per run",
+    # The gate-off mutation tests and the 2-zone x 4-node zone test run on kind too: it starts
+    # a cluster of the shape and gates a test asks for (shaped-clusters, clusters/pool.py).
     "test_zone_outage::test_all_zones_down_evicts_nothing":
         "kind's control-plane node is in no zone and stays up, so the node-lifecycle controller never sees "
         "every zone down (no master disruption mode); on local clusters every node is in a zone",

@@ -17,6 +17,7 @@ import pytest
 
 from pvchaos.api import Workspace, b, chaos_labels, chaos_nodes, holds_for, measure, o, x
 from pvchaos.chaos import pv_affinity as mut
+from pvchaos.chaos.fault import Fault
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_for_event, wait_for_state
@@ -76,11 +77,12 @@ def test_volume_attachment_timeline(ws: Workspace) -> None:
     x.phase_now(ws, "PersistentVolumeClaim", "data", "Bound")
 
 
-def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, float, float]:
+def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, float, float, Fault]:
     """A writer on the first node of a zone with an RWO volume; that node is lost, the
     writer force-deleted, a replacement pinned to the second node of the zone gets
     "Multi-Attach error" (asserted, and named by `pvchaos explain`).
-    Returns (pv, lost node, second node, writer deleted at, replacement created at)."""
+    Returns (pv, lost node, second node, writer deleted at, replacement created at, the
+    node failure's handle)."""
     home = ws.zones()[0]
     if len(ws.nodes(home)) < 2:
         pytest.skip(f"zone {home} has one node: the replacement needs another node of the volume's zone")
@@ -92,7 +94,7 @@ def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, flo
     pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
     lost = o.name(first)
     _attached_to(ws, pv, lost)
-    chaos_nodes.fail_node(ws.cleanup, ws.cluster, lost)
+    failed = chaos_nodes.fail_node(ws, lost)
     wait_node_unreachable(ws, lost, timeout=120)
     ws.delete("Pod", "writer", wait=False)  # force-deleted: the kubelet is gone
     deleted = time.monotonic()
@@ -102,7 +104,7 @@ def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, flo
     ev = wait_for_event(ws.kube, pod, MULTI_ATTACH, reason="FailedAttachVolume", timeout=90)
     x.expect(MULTI_ATTACH in str(ev.get("message")), "the replacement waits on the volume attached elsewhere", ev)
     x.explained_as(ws, "replacement", "MULTI_ATTACH")
-    return pv, lost, o.name(second), deleted, created
+    return pv, lost, o.name(second), deleted, created, failed
 
 
 @allure.story("node lost with an RWO volume attached: Multi-Attach until the out-of-service taint, then it moves")
@@ -111,10 +113,10 @@ def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, flo
 def test_lost_node_keeps_the_volume_until_the_out_of_service_taint(ws: Workspace) -> None:
     """Only a real kubelet reports the volume in use (node.status.volumesInUse); without
     that report the controller detaches at once, so on KWOK nodes this test skips."""
-    pv, lost, second, _, t0 = _lose_the_node_holding_the_volume(ws)
+    pv, lost, second, _, t0, _ = _lose_the_node_holding_the_volume(ws)
     _stays_attached(ws, pv, lost, 20, "the volume stays attached to the lost node (no force detach before 6 minutes)")
     t1 = time.monotonic()
-    chaos_labels.add_taint(ws.cleanup, ws.kube, lost, chaos_labels.OUT_OF_SERVICE)
+    chaos_labels.add_taint(ws, lost, chaos_labels.OUT_OF_SERVICE)
     _detached(ws, pv, lost, timeout=120)
     _attached_to(ws, pv, second, timeout=120)
     x.pod_runs(ws, "replacement", timeout=120)
@@ -135,7 +137,7 @@ def test_lost_node_releases_the_volume_after_the_six_minute_force_detach(ws: Wor
     maxWaitForUnmountDuration (6 minutes from the detach request, i.e. the writer's
     deletion) before it detaches from an unhealthy node. Marked `long`: runs only with
     `--long` (the default run asserts only "not detached within 20 s", above)."""
-    pv, lost, second, deleted, created = _lose_the_node_holding_the_volume(ws)
+    pv, lost, second, deleted, created, _ = _lose_the_node_holding_the_volume(ws)
     _detached(ws, pv, lost, timeout=FORCE_DETACH_S + FORCE_DETACH_SLACK_S)
     waited = time.monotonic() - deleted
     x.expect(waited >= FORCE_DETACH_S - 10,
@@ -157,11 +159,11 @@ def test_returning_node_clears_the_stale_volume_attachment(ws: Workspace) -> Non
     Multi-Attach). What clears it before the 6-minute force detach is the node's return:
     its kubelet finds no pod for the volume, reports it no longer in use, and the
     controller detaches; the replacement then attaches on the other node."""
-    pv, lost, second, deleted, _ = _lose_the_node_holding_the_volume(ws)
+    pv, lost, second, deleted, _, failed = _lose_the_node_holding_the_volume(ws)
     x.expect(ws.get("Pod", "writer") is None, "the writer pod object is gone (force-deleted)", ws=ws)
     _stays_attached(ws, pv, lost, 15, "the attachment to the lost node stays, with no pod using it there")
     returned = time.monotonic()
-    chaos_nodes.restore_node(ws.cluster, lost)
+    failed.restore()
     wait_node_ready(ws, lost, timeout=180)
     _detached(ws, pv, lost, timeout=180)
     measure.since("stale VolumeAttachment cleared after the node's return, seconds", returned)

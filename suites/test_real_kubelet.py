@@ -20,6 +20,7 @@ from pvchaos.chaos import csi_moves, csi_node_plugin
 from pvchaos.chaos import labels as chaos_labels
 from pvchaos.chaos import nodes as chaos_nodes
 from pvchaos.chaos import pv_affinity as mut
+from pvchaos.clusters.backend import NodeStorageFaults
 from pvchaos.conformance import messages
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
@@ -60,17 +61,16 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     node = pod["spec"]["nodeName"]
     claim = ws.get("PersistentVolumeClaim", "data") or {}
     pv = ws.get("PersistentVolume", claim["spec"]["volumeName"]) or {}
-    faults = ws.cluster.faults
-    assert faults is not None and hasattr(faults, "node_exec") and hasattr(faults, "volume_dir")
+    faults = _node_storage(ws)
     path = faults.volume_dir(pv)  # kind: the CSI driver's node-local directory inside the node
-    x.expect(path, "the provisioned PV's data is a directory on the node", pv, ws=ws)
+    x.expect(bool(path), "the provisioned PV's data is a directory on the node", pv, ws=ws)
     written = faults.node_exec(node, f"cat {path}/marker")
     x.expect(len(written) == 36, f"the pod wrote its marker into {path} on {node}", pod, ws=ws)
 
     crashed_at = datetime.now(UTC).replace(microsecond=0)
-    chaos_nodes.crash_node(ws.cleanup, ws.cluster, node)
+    crashed = chaos_nodes.crash_node(ws, node)
     wait_node_unreachable(ws, node)
-    chaos_nodes.restore_node(ws.cluster, node)
+    crashed.restore()
     wait_node_ready(ws, node, timeout=120)
     again = wait_for(ws.kube, "Pod", "writer", lambda o: (_running_since(o) or crashed_at) > crashed_at,
                      "its container started again after the crash", ws.namespace, 120)
@@ -80,15 +80,20 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     measure.note("restarts", again["status"]["containerStatuses"][0]["restartCount"])
 
 
+def _node_storage(ws: Workspace) -> NodeStorageFaults:
+    """The node's filesystem side of the backend (kind; the module needs real-kubelet)."""
+    faults = ws.cluster.faults
+    assert isinstance(faults, NodeStorageFaults), f"backend {ws.cluster.backend}: no node filesystem to read"
+    return faults
+
+
 # Writes 64 KiB of random bytes once (the first start) and keeps them; prints their checksum.
 PAYLOAD_WRITER = ("test -f /data/payload || head -c 65536 /dev/urandom > /data/payload; "
                   "sha256sum /data/payload; exec sleep 3600")
 
 
 def _checksum(ws: Workspace, node: str, path: str) -> str:
-    faults = ws.cluster.faults
-    assert faults is not None and hasattr(faults, "node_exec")
-    return faults.node_exec(node, f"sha256sum {path}/payload").split()[0]
+    return _node_storage(ws).node_exec(node, f"sha256sum {path}/payload").split()[0]
 
 
 def _drain_and_move(ws: Workspace) -> tuple[Obj, str, str, str, Obj]:
@@ -103,10 +108,8 @@ def _drain_and_move(ws: Workspace) -> tuple[Obj, str, str, str, Obj]:
     old = str(o.node_name(ws.get("Pod", "db-0")))
     claim = ws.get("PersistentVolumeClaim", "data-db-0") or {}
     pv = ws.get("PersistentVolume", claim["spec"]["volumeName"]) or {}
-    faults = ws.cluster.faults
-    assert faults is not None and hasattr(faults, "volume_dir")
-    path = faults.volume_dir(pv)
-    x.expect(path, "the node-local PV's data is a directory on its node", pv, ws=ws)
+    path = str(_node_storage(ws).volume_dir(pv) or "")
+    x.expect(bool(path), "the node-local PV's data is a directory on its node", pv, ws=ws)
     before = _checksum(ws, old, path)
     old_zone = o.zone(ws.get("Node", old) or {})
     others = [n for n in ws.nodes() if o.name(n) != old]
@@ -114,7 +117,7 @@ def _drain_and_move(ws: Workspace) -> tuple[Obj, str, str, str, Obj]:
     if target is None:
         pytest.skip("one worker node: the volume has nowhere to move")
     with allure.step(f"drain {old}: cordon it and delete the pod"):
-        chaos_labels.cordon(ws.cleanup, ws.kube, old)
+        chaos_labels.cordon(ws, old)
         uid = o.uid(ws.get("Pod", "db-0") or {})
         ws.delete("Pod", "db-0", wait=False)  # the StatefulSet makes a new db-0 at once
         wait_for(ws.kube, "Pod", "db-0", lambda p: o.uid(p) != uid, "the StatefulSet's new pod", ws.namespace, 60)
@@ -125,11 +128,11 @@ def _drain_and_move(ws: Workspace) -> tuple[Obj, str, str, str, Obj]:
                                           and va["spec"].get("source", {}).get("persistentVolumeName") == name
                                           for va in st.values()) else True,
                    f"no VolumeAttachment of {name} to {old} (detached by the drain)", timeout=120)
-    csi_moves.move_local_volume(ws.cleanup, ws.cluster, pv["spec"]["csi"]["volumeHandle"], path, old, o.name(target),
+    csi_moves.move_local_volume(ws, pv["spec"]["csi"]["volumeHandle"], path, old, o.name(target),
                                 o.hostname(target))
     x.expect(_checksum(ws, o.name(target), path) == before, f"the copy on {o.name(target)} has the payload's bytes",
              pv, ws=ws)
-    chaos_nodes.crash_node(ws.cleanup, ws.cluster, old)
+    chaos_nodes.crash_node(ws, old)
     wait_node_unreachable(ws, old)
     return pv, before, old, path, target
 
@@ -184,9 +187,7 @@ def test_move_without_the_copy_fails_the_mount_and_is_explained(ws: Workspace) -
     if target is None:
         pytest.skip("one worker node: the PV has nowhere else to point")
     pv = ws.get("PersistentVolume", pv_name) or {}
-    faults = ws.cluster.faults
-    assert faults is not None and hasattr(faults, "volume_dir")
-    csi_moves.move_local_volume(ws.cleanup, ws.cluster, pv["spec"]["csi"]["volumeHandle"], faults.volume_dir(pv),
+    csi_moves.move_local_volume(ws, pv["spec"]["csi"]["volumeHandle"], str(_node_storage(ws).volume_dir(pv)),
                                 home, o.name(target), o.hostname(target), copy_data=False)
     mut.replace_affinity(ws.kube, pv_name, _affinity_of(target))
     ws.create(b.pod("second", ("data",)))
@@ -206,7 +207,7 @@ def test_node_plugin_gone_leaves_the_pod_in_container_creating(ws: Workspace) ->
     ws.create(b.persistent_volume_claim("data", "1Gi", ws.local_class()))
     ws.create(b.pod("first", ("data",)))
     node = str(o.node_name(x.pod_runs(ws, "first", timeout=120)))
-    csi_node_plugin.stop_node_plugin(ws.cleanup, ws.cluster, node)
+    csi_node_plugin.stop_node_plugin(ws, node)
     driver = ws.cluster.zonal_class_provisioner
     wait_for(ws.kube, "CSINode", node,
              lambda c: not any(d.get("name") == driver for d in (c.get("spec") or {}).get("drivers") or []),

@@ -7,17 +7,16 @@ from __future__ import annotations
 import allure
 
 from pvchaos.chaos.csi_control import control_file, read_map, write_map
-from pvchaos.clusters.backend import ClusterHandle
-from pvchaos.kube.cleanup import Cleanup
+from pvchaos.chaos.fault import Fault, Target, apply
 
 CAPACITY_FILE = "capacity.json"  # pvchaos-csi --control-dir: {"<zone>": "<quantity>"}
 
 
 @allure.step("zone {zone} has {quantity} of storage (driver's capacity)")
-def set_zone_capacity(cleanup: Cleanup, cluster: ClusterHandle, zone: str, quantity: str) -> dict[str, str]:
-    """Set one zone's total capacity; returns the capacities in force. The previous value
-    comes back at cleanup (absent: unlimited)."""
-    path = control_file(cluster, CAPACITY_FILE)
+def set_zone_capacity(ws: Target, zone: str, quantity: str) -> Fault:
+    """Set one zone's total capacity. The previous value comes back on restore (absent:
+    unlimited)."""
+    path = control_file(ws.cluster, CAPACITY_FILE)
     before = read_map(path)
 
     def restore() -> None:
@@ -28,7 +27,5 @@ def set_zone_capacity(cleanup: Cleanup, cluster: ClusterHandle, zone: str, quant
             now.pop(zone, None)
         write_map(path, now)
 
-    cleanup.push(f"restore the capacity of {zone}", restore)
-    after = {**before, zone: quantity}
-    write_map(path, after)
-    return after
+    return apply(ws.cleanup, f"zone {zone} has {quantity}", (zone,), lambda: write_map(path, {**before, zone: quantity}),
+                 restore, f"restore the capacity of {zone}")
