@@ -30,9 +30,9 @@ EXPLAINED: dict[str, str] = {
                                       "no node plugin"
        for name in ("test_moved_volume_brings_the_pod_back_with_the_same_bytes",
                     "test_move_without_the_copy_fails_the_mount_and_is_explained",
-                    "test_node_plugin_gone_leaves_the_pod_in_container_creating")},
-    "test_real_kubelet::test_moved_volume_without_the_gate_leaves_the_pod_pending":
-        "needs real kubelets and a cluster with MutablePVNodeAffinity off",
+                    "test_node_plugin_gone_leaves_the_pod_in_container_creating",
+                    # its cluster with MutablePVNodeAffinity off is a shaped kind cluster
+                    "test_moved_volume_without_the_gate_leaves_the_pod_pending")},
     "test_attach_detach::test_returning_node_clears_the_stale_volume_attachment":
         "needs real kubelets: only a kubelet reports the volume in use, and only a returning kubelet clears it",
     "test_attach_detach::test_lost_node_keeps_the_volume_until_the_out_of_service_taint":
