@@ -17,6 +17,7 @@ from pathlib import Path
 from pvchaos.clusters import providers
 from pvchaos.clusters.local.config import minor_of, parse_feature_gates
 from pvchaos.clusters.options import Options
+from pvchaos.clusters.pool import ClusterDefaults
 from pvchaos.clusters.provider import Feature
 from pvchaos.clusters.topology import Topology
 from pvchaos.drivers.profile import DriverProfile, load_profile
@@ -52,6 +53,11 @@ class RunConfig:
     @property
     def backend(self) -> str:
         return self.options.backend
+
+    @property
+    def cluster_defaults(self) -> ClusterDefaults:
+        """The shape, gates and version the cluster pool starts clusters with."""
+        return ClusterDefaults(self.topology, self.feature_gates, self.k8s_version)
 
 
 def resolve(options: Options, *, read_profile: bool = True) -> RunConfig:

@@ -18,7 +18,7 @@ backends that cannot start clusters (existing), skip with the reason.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,6 +87,22 @@ class ClusterRequest:
         return ", ".join(parts) or "defaults"
 
 
+@dataclass(frozen=True)
+class ClusterDefaults:
+    """What a cluster request does not say: the run's topology, feature gates and
+    version, parsed once (`pvchaos.run_config.resolve` hands them over)."""
+
+    topology: Topology
+    feature_gates: Mapping[str, bool]
+    k8s_version: str
+
+    @classmethod
+    def parse(cls, options: Options) -> ClusterDefaults:
+        """For a pool made without a resolved run configuration (tests, scripts)."""
+        return cls(Topology.parse(options.zones, options.nodes_per_zone), parse_feature_gates(options.feature_gates),
+                   options.k8s_version or DEFAULT_K8S_VERSION)
+
+
 @dataclass
 class ClusterPool:
     """The clusters of one worker process."""
@@ -94,10 +110,20 @@ class ClusterPool:
     options: Options
     configure: Configure = _same  # the plugin routes these to its hooks (pvchaos.plugin.hookspecs)
     started: Started = _nothing
+    defaults: ClusterDefaults | None = None  # None: parsed from `options` (ClusterDefaults.parse)
     _shared: dict[ClusterRequest, tuple[LocalCluster, ClusterHandle]] = field(default_factory=dict)
     _external: ClusterHandle | None = None
     _external_down: Teardown | None = None  # set when the harness created the cluster (kind)
     _shaped: tuple[ClusterRequest, ClusterHandle, Teardown | None] | None = None  # kind: the cluster of a shape
+
+    def __post_init__(self) -> None:
+        if self.defaults is None:
+            self.defaults = ClusterDefaults.parse(self.options)
+
+    @property
+    def _defaults(self) -> ClusterDefaults:
+        assert self.defaults is not None  # set in __post_init__
+        return self.defaults
 
     @property
     def per_request(self) -> bool:
@@ -106,13 +132,12 @@ class ClusterPool:
 
     # -- local ----------------------------------------------------------------------------
     def _local_config(self, request: ClusterRequest) -> LocalClusterConfig:
-        topo = Topology.parse(self.options.zones, self.options.nodes_per_zone)
+        topo = self._defaults.topology
         if request.zones is not None or request.nodes_per_zone is not None:
             topo = replace(topo, zones=request.zones or topo.zones,
                            nodes_per_zone=request.nodes_per_zone or topo.nodes_per_zone)
-        gates = parse_feature_gates(self.options.feature_gates)
-        gates.update(dict(request.feature_gates))
-        version = self.options.k8s_version or DEFAULT_K8S_VERSION
+        gates = {**self._defaults.feature_gates, **dict(request.feature_gates)}
+        version = self._defaults.k8s_version
         cfg = LocalClusterConfig(
             name=f"{naming.slug(naming.worker_id(), 6)}-{secrets.token_hex(3)}",
             k8s_version=version,
@@ -185,7 +210,7 @@ class ClusterPool:
     def _shaped_for(self, request: ClusterRequest) -> ClusterHandle:
         """A cluster of the shape and gates this request asks for, from a backend that
         starts one per shape (kind: `shaped-clusters`); one at a time, beside the run's own."""
-        options = shaped_options(self.options, request)
+        options = shaped_options(self.options, self._defaults, request)
         if self._shaped is not None and self._shaped[0] == request:
             return self._shaped[1]
         self._down_shaped()
@@ -238,7 +263,7 @@ class CannotProvide(Exception):
 SHAPE_FIELDS = ("zones", "nodes_per_zone", "feature_gates")  # what `shaped-clusters` backends start
 
 
-def shaped_options(options: Options, request: ClusterRequest) -> Options:
+def shaped_options(options: Options, defaults: ClusterDefaults, request: ClusterRequest) -> Options:
     """The run's options for a cluster of the request's zones, nodes per zone and gates
     (the same cluster request a local cluster takes), or CannotProvide with the reason:
     the backend does not start clusters per shape, or the request asks for more."""
@@ -248,7 +273,7 @@ def shaped_options(options: Options, request: ClusterRequest) -> Options:
     if not rest.is_default:
         raise CannotProvide(f"backend {options.backend}: cannot start a cluster with {rest.describe()} "
                             f"(it starts clusters of other zones, nodes and feature gates only)")
-    gates = {**parse_feature_gates(options.feature_gates), **dict(request.feature_gates)}
+    gates = {**defaults.feature_gates, **dict(request.feature_gates)}
     return replace(options,
                    zones=",".join(request.zones) if request.zones is not None else options.zones,
                    nodes_per_zone=request.nodes_per_zone or options.nodes_per_zone,

@@ -38,6 +38,7 @@ from pvchaos.plugin.fixtures import (
     kube,
     kubectl,
     needed_capabilities,
+    run_config,
     ws,
 )
 from pvchaos.run_config import available_memory_mib, resolve, scale_problem
@@ -109,14 +110,14 @@ def _check_options(config: pytest.Config) -> None:
 
 def _select_scale(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked scale run only with --scale, each on a cluster sized by --scale-size."""
-    opts = from_values(config.getoption, pytest_side=True)
+    opts = run_config(config).options
     scale = [i for i in items if i.get_closest_marker("scale") is not None]
     if not opts.scale:
         if scale:
             config.hook.pytest_deselected(items=scale)
             items[:] = [i for i in items if i.get_closest_marker("scale") is None]
         return
-    shape = resolve(opts, read_profile=False).scale_shape if scale_problem(opts, float("inf")) is None else None
+    shape = run_config(config).scale_shape if scale_problem(opts, float("inf")) is None else None
     if shape is not None:  # else the test reports the problem
         marker = pytest.mark.cluster(**cluster_marker_options(shape))
         for item in scale:

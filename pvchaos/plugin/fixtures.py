@@ -30,13 +30,14 @@ from pvchaos.clusters.options import Options, from_values
 from pvchaos.clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Teardown
 from pvchaos.clusters.provider import Feature
 from pvchaos.drivers.driver import Driver, driver_for, missing_for
-from pvchaos.drivers.profile import DriverProfile, load_profile
+from pvchaos.drivers.profile import DriverProfile
 from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
 from pvchaos.kit.workspace import Workspace
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.errors import CanaryFailed
 from pvchaos.plugin import what_ran
+from pvchaos.run_config import RunConfig, resolve
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
@@ -46,6 +47,17 @@ CANARY_KEY = pytest.StashKey[CanaryResult]()  # the failed canary this test reli
 
 def run_options(config: pytest.Config) -> Options:
     return from_values(config.getoption, pytest_side=True)
+
+
+_RUN_CONFIG = pytest.StashKey[RunConfig]()
+
+
+def run_config(config: pytest.Config) -> RunConfig:
+    """This process's options, resolved once (topology, gates, version, profile, scale
+    shape) and kept on the config: fixtures read it instead of parsing the strings again."""
+    if _RUN_CONFIG not in config.stash:
+        config.stash[_RUN_CONFIG] = resolve(run_options(config))
+    return config.stash[_RUN_CONFIG]
 
 
 def cluster_request(item: pytest.Item) -> ClusterRequest:
@@ -75,8 +87,7 @@ def skip_for(missing: list[CapabilityMissing]) -> NoReturn:
 @pytest.fixture(scope="session")
 def driver_profile(pytestconfig: pytest.Config) -> DriverProfile | None:
     """The driver profile of this run (--profile), read once per worker."""
-    path = run_options(pytestconfig).profile
-    return load_profile(path) if path else None
+    return run_config(pytestconfig).profile
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +100,8 @@ def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
     def started(local: LocalCluster, handle: ClusterHandle) -> None:
         hook.pytest_pvchaos_cluster_started(config=pytestconfig, local=local, handle=handle)
 
-    pool = ClusterPool(run_options(pytestconfig), configure=configure, started=started)
+    resolved = run_config(pytestconfig)
+    pool = ClusterPool(resolved.options, configure=configure, started=started, defaults=resolved.cluster_defaults)
     if providers.has(pool.options.backend, Feature.HOST_PROCESSES):
         removed = sweep_orphans()  # clusters of runs that were killed without teardown
         if removed:
