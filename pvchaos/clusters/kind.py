@@ -738,7 +738,13 @@ class KindProvider:
         return stop
 
     def connect(self, options: Any) -> tuple[ClusterHandle, Teardown | None]:
+        return self.connect_shaped(options, csi.CsiOptions())
+
+    def connect_shaped(self, options: Any, csi_options: csi.CsiOptions) -> tuple[ClusterHandle, Teardown | None]:
+        """A cluster of the options' shape and gates, its CSI stack run as `csi_options`
+        says (capacity tracking, strict topology, volume limit: clusters/pool.py)."""
         backend = KindBackend.from_options(options, cluster=f"pvchaos-{secrets.token_hex(3)}")
+        backend.csi_options = csi_options
         handle = backend.up()
         return handle, lambda: backend.down(handle)
 

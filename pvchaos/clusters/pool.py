@@ -28,7 +28,7 @@ from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.local.cluster import LocalCluster, local_capabilities, missing_details
 from pvchaos.clusters.local.config import LocalClusterConfig, gates_for_version, minor_of, parse_feature_gates, sized
 from pvchaos.clusters.options import Options
-from pvchaos.clusters.provider import Feature, Teardown
+from pvchaos.clusters.provider import Feature, ShapedProvider, Teardown
 from pvchaos.clusters.topology import Topology
 from pvchaos.kube import naming
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
@@ -81,6 +81,14 @@ class ClusterRequest:
     @property
     def is_default(self) -> bool:
         return self == ClusterRequest()
+
+    def csi_options(self) -> CsiOptions:
+        """How this request's CSI stack runs (both backends run the same stack)."""
+        return CsiOptions(
+            strict_topology=self.csi_strict_topology, immediate_topology=self.csi_immediate_topology,
+            capacity_tracking=self.csi_capacity_tracking,
+            max_volumes_per_node=self.csi_max_volumes_per_node or CsiOptions().max_volumes_per_node,
+            capacity_poll_seconds=self.csi_capacity_poll_seconds or CsiOptions().capacity_poll_seconds)
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.__dict__.items() if v != getattr(ClusterRequest(), k)]
@@ -149,11 +157,7 @@ class ClusterPool:
             client_qps=request.client_qps, client_burst=request.client_burst,
             nodes_to_score_percent=request.nodes_to_score_percent,
         )
-        cfg = replace(cfg, csi=CsiOptions(
-            strict_topology=request.csi_strict_topology, immediate_topology=request.csi_immediate_topology,
-            capacity_tracking=request.csi_capacity_tracking,
-            max_volumes_per_node=request.csi_max_volumes_per_node or CsiOptions().max_volumes_per_node,
-            capacity_poll_seconds=request.csi_capacity_poll_seconds or CsiOptions().capacity_poll_seconds))
+        cfg = replace(cfg, csi=request.csi_options())
         cfg = sized(cfg)
         if request.node_monitor_grace_seconds:
             cfg = replace(cfg, node_monitor_grace_seconds=request.node_monitor_grace_seconds)
@@ -214,7 +218,7 @@ class ClusterPool:
         if self._shaped is not None and self._shaped[0] == request:
             return self._shaped[1]
         self._down_shaped()
-        handle, down = _connect_external(options)
+        handle, down = _connect_shaped(options, request.csi_options())
         self._shaped = (request, handle, down)
         return handle
 
@@ -260,7 +264,9 @@ class CannotProvide(Exception):
     """The backend cannot give this test the cluster it needs: a skip, not a failure."""
 
 
-SHAPE_FIELDS = ("zones", "nodes_per_zone", "feature_gates")  # what `shaped-clusters` backends start
+# what `shaped-clusters` backends start: the shape, the gates and how the CSI stack runs
+SHAPE_FIELDS = ("zones", "nodes_per_zone", "feature_gates", "csi_capacity_tracking", "csi_strict_topology",
+                "csi_immediate_topology", "csi_max_volumes_per_node", "csi_capacity_poll_seconds")
 
 
 def shaped_options(options: Options, defaults: ClusterDefaults, request: ClusterRequest) -> Options:
@@ -272,12 +278,21 @@ def shaped_options(options: Options, defaults: ClusterDefaults, request: Cluster
     rest = replace(request, **{f: getattr(ClusterRequest(), f) for f in SHAPE_FIELDS})
     if not rest.is_default:
         raise CannotProvide(f"backend {options.backend}: cannot start a cluster with {rest.describe()} "
-                            f"(it starts clusters of other zones, nodes and feature gates only)")
+                            f"(it starts clusters of other zones, nodes, feature gates and CSI stack options only)")
     gates = {**defaults.feature_gates, **dict(request.feature_gates)}
     return replace(options,
                    zones=",".join(request.zones) if request.zones is not None else options.zones,
                    nodes_per_zone=request.nodes_per_zone or options.nodes_per_zone,
                    feature_gates=",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items())))
+
+
+def _connect_shaped(options: Options, csi: CsiOptions) -> tuple[ClusterHandle, Teardown | None]:
+    """A shaped cluster from a backend that starts them (ShapedProvider), its CSI stack run
+    as the request says."""
+    backend = providers.provider(options.backend)
+    if not isinstance(backend, ShapedProvider):
+        raise ClusterError(f"backend {options.backend}: declares {Feature.SHAPED_CLUSTERS} but has no connect_shaped")
+    return backend.connect_shaped(options, csi)
 
 
 def _connect_external(options: Options) -> tuple[ClusterHandle, Teardown | None]:

@@ -15,14 +15,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pvchaos.clusters.backend import ClusterHandle
 
-if TYPE_CHECKING:  # a type only: options.py reads the registry for the backend names
+if TYPE_CHECKING:  # types only: options.py reads the registry for the backend names
+    from pvchaos.clusters.csi import CsiOptions
     from pvchaos.clusters.options import Options
 
-__all__ = ["Feature", "Provider", "Teardown"]
+__all__ = ["Feature", "Provider", "ShapedProvider", "Teardown"]
 
 Teardown = Callable[[], None]  # downs a cluster the harness started
 
@@ -38,9 +39,10 @@ class Feature(StrEnum):
     # and gates checked against them before the run, orphans of killed runs swept, the
     # workers bounded by memory, the default version applies, several versions per run.
     HOST_PROCESSES = "host-processes"
-    # The backend starts a cluster of the zones, nodes per zone and feature gates a cluster
-    # request asks for (the pool asks it for one beside the run's own; kind), where a
-    # backend with one cluster per run would skip the test.
+    # The backend starts a cluster of the zones, nodes per zone, feature gates and CSI stack
+    # options a cluster request asks for (the pool asks it for one beside the run's own;
+    # kind; its provider is a ShapedProvider), where a backend with one cluster per run
+    # would skip the test.
     SHAPED_CLUSTERS = "shaped-clusters"
     # `pvchaos cluster up/down` start and remove clusters of this backend that outlive the command.
     STARTS_CLUSTERS = "starts-clusters"
@@ -78,4 +80,14 @@ class Provider(Protocol):
 
     def cluster_list(self) -> list[str]:
         """`pvchaos cluster list`: one line per cluster of this backend."""
+        ...
+
+
+@runtime_checkable
+class ShapedProvider(Protocol):
+    """A backend with the shaped-clusters feature: it starts a cluster for one request."""
+
+    def connect_shaped(self, options: Options, csi_options: CsiOptions) -> tuple[ClusterHandle, Teardown | None]:
+        """A cluster of the zones, nodes and gates in `options`, its CSI stack run as `csi_options`
+        says, and how to down it."""
         ...

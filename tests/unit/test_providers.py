@@ -14,6 +14,7 @@ import pytest
 from pvchaos import cli, runner
 from pvchaos.clusters import providers
 from pvchaos.clusters.backend import Capability, ClusterHandle
+from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.options import Options, check_options
 from pvchaos.clusters.pool import CannotProvide, ClusterPool, ClusterRequest
 from pvchaos.clusters.provider import Feature, Provider, Teardown
@@ -111,7 +112,7 @@ def test_features_are_declared_not_inferred_from_names() -> None:
     assert not providers.has("existing", Feature.HOST_PROCESSES) and not providers.has("nope", Feature.HOST_PROCESSES)
 
 
-class ShapedProvider(TrivialProvider):
+class ShapedBackend(TrivialProvider):
     """A backend that starts a cluster per shape (as kind does)."""
 
     name = "shaped"
@@ -120,9 +121,14 @@ class ShapedProvider(TrivialProvider):
     def __init__(self) -> None:
         super().__init__()
         self.asked: list[tuple[str, int, str]] = []
+        self.stacks: list[CsiOptions] = []
 
     def connect(self, options: Options) -> tuple[ClusterHandle, Teardown | None]:
+        return self.connect_shaped(options, CsiOptions())
+
+    def connect_shaped(self, options: Options, csi_options: CsiOptions) -> tuple[ClusterHandle, Teardown | None]:
         self.asked.append((options.zones, options.nodes_per_zone, options.feature_gates))
+        self.stacks.append(csi_options)
         name = f"c{len(self.asked)}"
         handle = ClusterHandle(name=name, backend=self.name, kubeconfig=Path("/nonexistent"), context=None,
                                k8s_version="v1.35.4", capabilities=frozenset())
@@ -130,7 +136,7 @@ class ShapedProvider(TrivialProvider):
 
 
 def test_a_shaped_backend_starts_the_cluster_a_request_asks_for() -> None:
-    backend = ShapedProvider()
+    backend = ShapedBackend()
     providers.register(backend)
     try:
         pool = ClusterPool(Options(backend="shaped", feature_gates="A=true"))
@@ -141,10 +147,14 @@ def test_a_shaped_backend_starts_the_cluster_a_request_asks_for() -> None:
         assert pool.shared(wide).name == "c3" and backend.downed == ["c2"]  # one shaped cluster at a time
         assert backend.asked == [("3", 2, "A=true"), ("3", 2, "A=true,MutablePVNodeAffinity=false"),
                                  ("zone-a,zone-b", 4, "A=true")]
+        capacity = ClusterRequest(csi_capacity_tracking=True, csi_capacity_poll_seconds=30)
+        assert pool.shared(capacity).name == "c4" and backend.downed == ["c2", "c3"]
+        assert backend.stacks[-1] == CsiOptions(capacity_tracking=True, capacity_poll_seconds=30)
+        assert backend.stacks[:3] == [CsiOptions()] * 3
         with pytest.raises(CannotProvide, match="cannot start a cluster with disabled_controllers"):
             pool.shared(ClusterRequest(nodes_per_zone=4, disabled_controllers=("ttl",)))
         pool.close()
-        assert sorted(backend.downed) == ["c1", "c2", "c3"]
+        assert sorted(backend.downed) == ["c1", "c2", "c3", "c4"]
     finally:
         providers.unregister("shaped")
 
