@@ -19,8 +19,9 @@ from pvchaos.results import latest_by_test
 
 # test (suite file stem :: pytest name) -> why its verdict differs between local and kind.
 EXPLAINED: dict[str, str] = {
-    # The gate-off mutation tests and the 2-zone x 4-node zone test run on kind too: it starts
-    # a cluster of the shape and gates a test asks for (shaped-clusters, clusters/pool.py).
+    # The gate-off mutation tests, the 2-zone x 4-node zone test, capacity tracking, strict
+    # topology and the volume limit run on kind too: it starts a cluster of the shape, gates
+    # and CSI stack options a test asks for (shaped-clusters, clusters/pool.py).
     "test_zone_outage::test_all_zones_down_evicts_nothing":
         "kind's control-plane node is in no zone and stays up, so the node-lifecycle controller never sees "
         "every zone down (no master disruption mode); on local clusters every node is in a zone",
@@ -38,16 +39,6 @@ EXPLAINED: dict[str, str] = {
     "test_attach_detach::test_lost_node_keeps_the_volume_until_the_out_of_service_taint":
         "needs real kubelets: only a kubelet reports the volume in use (volumesInUse); on KWOK nodes the "
         "attach/detach controller detaches at once",
-    **{f"test_capacity::{name}": "needs a cluster with CSI capacity tracking; the kind backend runs one cluster per "
-                                 "run, without it"
-       for name in ("test_capacity_objects_follow_the_driver", "test_full_zone_is_filtered_out",
-                    "test_every_zone_full_leaves_the_pod_pending", "test_stale_capacity_reschedules_to_another_zone")},
-    "test_csi_topology::test_strict_topology_narrows_the_requisite[strict]":
-        "needs a cluster whose external-provisioner runs --strict-topology; the kind backend runs one cluster per "
-        "run, with upstream's default",
-    "test_csi_topology::test_node_at_its_volume_limit_takes_no_more":
-        "needs a cluster whose node plugins report max_volumes_per_node 1; the kind backend runs one cluster per "
-        "run, with 64",
 }
 
 
