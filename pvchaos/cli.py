@@ -117,7 +117,8 @@ def _selftest(args: argparse.Namespace) -> int:
     target = ["tests/unit"] if args.tier == "unit" else ["tests"]
     tier = (["-m", " and ".join(f"not tier_{t}" for t in ON_REQUEST_TIERS)] if args.tier == "all"
             else ["-m", f"tier_{args.tier}"])
-    argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *extra]
+    durations = [] if args.tier == "unit" else ["--durations=30"]  # where CI's minutes go
+    argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *durations, *extra]
     return subprocess.call(argv, cwd=REPO_ROOT)
 
 
