@@ -117,8 +117,8 @@ def archive_tags(path: Path) -> tuple[str, ...]:
                                  or m.get("annotations", {}).get("org.opencontainers.image.ref.name") or "")
                              for m in index.get("manifests") or [] if m.get("annotations"))
     except (OSError, tarfile.TarError, ValueError, AttributeError) as exc:
-        raise PackageError(f"{path}: not an image archive ({type(exc).__name__}: {exc}); "
-                           f"give what `docker save` writes") from None
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PackageError(f"{path}: not an image archive ({why}); give what `docker save` writes") from None
     raise PackageError(f"{path}: not an image archive (no manifest.json or index.json; give what `docker save` writes)")
 
 
@@ -461,7 +461,7 @@ def render_markdown(c: Certification) -> str:
              f"| Backend | {_cell(c.backend)} |",
              f"| Profile | {_cell(c.profile_source)} |",
              "", "## Capabilities", "", "| Capability | Discovered | Declared | Agree |", "|---|---|---|---|"]
-    disagreeing = {d.capability.split()[0] for d in c.disagreements}
+    disagreeing = {"topology" if d.capability.startswith("TopologyKeys") else d.capability for d in c.disagreements}
     for cap, found in c.discovered.items():
         declared = c.declared.get(cap, "")
         agree = "" if not declared else ("**no**" if cap in disagreeing else "yes")
