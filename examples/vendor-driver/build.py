@@ -7,7 +7,7 @@ and external-attacher, all three built from Go modules by pvchaos (cached). node
 registrar is not built by this project; the driver registers with the kubelet itself.
 
 Run: .venv/bin/python examples/vendor-driver/build.py   (prints the archives written)
-The Docker engine is pvchaos's (started here when none answers, stopped again if so).
+The Docker engine is pvchaos's (started here when none runs, and then stopped again).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from pvchaos.tools.csi_driver import ensure_csi_driver  # noqa: E402
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars  # noqa: E402
-from pvchaos.tools.docker_engine import docker, ensure_engine, last_line, stop_engine  # noqa: E402
+from pvchaos.tools.docker_engine import docker, ensure_engine, last_line, owned_engine, stop_engine  # noqa: E402
 
 IMAGES = HERE / "images"
 
@@ -46,6 +46,7 @@ def main() -> int:
         ("csi-attacher", ATTACHER.version, sidecars.attacher),
     ]
     IMAGES.mkdir(exist_ok=True)
+    running = owned_engine() is not None  # another run's engine: never stopped from here
     engine = ensure_engine()
     try:
         for name, tag, binary in wanted:
@@ -60,7 +61,7 @@ def main() -> int:
                 raise SystemExit(f"docker save {ref}: {last_line(saved)}")
             print(archive)
     finally:
-        if engine.owned:
+        if engine.owned and not running:
             stop_engine(engine)
     return 0
 

@@ -14,7 +14,7 @@ import pytest
 
 from pvchaos import certify_package as pkg
 from pvchaos.cli import main
-from pvchaos.drivers.profile import parse_profile
+from pvchaos.drivers.profile import DriverProfile, parse_profile
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "vendor-driver"
@@ -141,7 +141,7 @@ SC = {"metadata": {"name": "vendor-zonal"}, "provisioner": DRIVER, "volumeBindin
 NODES = [node("cp", control_plane=True), node("zone-a-1"), node("zone-b-1")]
 
 
-def profile(**caps: bool) -> object:
+def profile(**caps: bool) -> DriverProfile:
     return parse_profile({"StorageClass": {"FromExistingClassName": "vendor-zonal"},
                           "DriverInfo": {"Name": DRIVER, "TopologyKeys": [ZONE],
                                          "Capabilities": {"persistence": True, **caps}}})
