@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import secrets
 import shlex
 import sys
@@ -65,11 +66,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
     p.add_argument("--zones", default="3", type=arguments.zones)
     p.add_argument("--nodes-per-zone", type=arguments.nodes_per_zone, default=1)
-    p.add_argument("--suites", default=",".join(DEFAULT_SUITES), help="comma-separated suites (default: %(default)s)")
-    p.add_argument("--wait-timeout", type=float, default=WAIT_TIMEOUT,
+    p.add_argument("--suites", default=",".join(DEFAULT_SUITES), type=suite_list,
+                   help="comma-separated suites (default: %(default)s)")
+    p.add_argument("--wait-timeout", type=wait_seconds, default=WAIT_TIMEOUT,
                    help="seconds the driver has to register and its pods to be Ready (default %(default)s)")
     p.add_argument("--report-dir", default=str(REPO_ROOT / "reports" / "certify"), type=arguments.writable_dir)
     p.add_argument("--keep-cluster", action="store_true", help="leave the kind cluster running afterwards")
+
+
+def suite_list(text: str) -> str:
+    """Comma-separated names of suites in suites/ (without `test_`)."""
+    names = [s for s in str(text).split(",") if s]
+    unknown = [s for s in names if not re.fullmatch(r"[a-z0-9_]+", s) or not (REPO_ROOT / "suites" / f"test_{s}.py").exists()]
+    if not names or unknown:
+        raise arguments.Bad(f"{text!r}: not suites of suites/ ({', '.join(repr(u) for u in unknown) or 'none given'})")
+    return text
+
+
+def wait_seconds(text: str) -> float:
+    """Seconds from 5 to 3600."""
+    if not re.fullmatch(r"[0-9]{1,4}(\.[0-9]+)?", str(text).strip()):
+        raise arguments.Bad(f"{text!r} is not a number of seconds")
+    value = float(text)
+    if not 5 <= value <= 3600:
+        raise arguments.Bad(f"{text} is out of range (5 to 3600 seconds)")
+    return value
 
 
 def reproduce_command(args: argparse.Namespace) -> str:
@@ -108,17 +129,9 @@ def _profile(package: pkg.DriverPackage, discovery: pkg.Discovery, report_dir: P
     return parse_profile(data, str(path), report_dir), path, f"generated from discovery ({path.name})"
 
 
-def _suites(text: str) -> tuple[str, ...]:
-    names = tuple(s for s in text.split(",") if s)
-    unknown = [s for s in names if not (REPO_ROOT / "suites" / f"test_{s}.py").exists()]
-    if not names or unknown:
-        raise ClusterError(f"--suites: unknown suite {', '.join(unknown) or text!r}")
-    return names
-
-
 def run(args: argparse.Namespace) -> int:
     report_dir = Path(args.report_dir).resolve()
-    suites = _suites(args.suites)
+    suites = tuple(s for s in suite_list(args.suites).split(",") if s)
     if args.backend == "existing" and not args.kubeconfig:
         raise ClusterError("certify --backend existing: give --kubeconfig of the cluster the driver is installed in")
     if args.backend == "kind" and (args.kubeconfig or args.context):
