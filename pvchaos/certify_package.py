@@ -347,7 +347,7 @@ class SuiteRow:
     failed: int = 0
     skipped: int = 0
     reason: str = ""
-    link: str = ""  # the failing test in the Allure report
+    link: str = ""  # the failing test's Allure result (the HTML report's ids are made when it is built)
 
 
 def _suite_of(data: Mapping[str, Any]) -> str:
@@ -383,7 +383,7 @@ def suite_rows(results: Iterable[Mapping[str, Any]], suites: Sequence[str]) -> l
             message = str((first.get("statusDetails") or {}).get("message") or "").strip()
             rows.append(SuiteRow(suite, "failed", n_passed, n_failed, n_skipped,
                                  reason=f"{first.get('name')}: {message.splitlines()[0] if message else first.get('status')}",
-                                 link=f"html/index.html#testresult/{first.get('uuid')}"))
+                                 link=f"allure-results/{first.get('uuid')}-result.json"))
         elif len(skipped) == len(items):
             labels = {str(lab.get("name")): str(lab.get("value")) for lab in skipped[0].get("labels") or []}
             message = str((skipped[0].get("statusDetails") or {}).get("message") or "").strip()
