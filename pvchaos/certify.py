@@ -25,6 +25,7 @@ import json
 import re
 import secrets
 import shlex
+import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -129,6 +130,23 @@ def _profile(package: pkg.DriverPackage, discovery: pkg.Discovery, report_dir: P
     return parse_profile(data, str(path), report_dir), path, f"generated from discovery ({path.name})"
 
 
+def _load(directory: Path, need_images: bool) -> pkg.DriverPackage:
+    """The package; when an image is missing and DIR carries a `build.py` (the example
+    packages do: their images are built here, not committed), it is run once first."""
+    try:
+        return pkg.load_package(directory, need_images)
+    except pkg.MissingImage as exc:
+        builder = directory / "build.py"
+        if not builder.is_file():
+            raise
+        print(f"[pvchaos certify] {exc}; running {builder}", file=sys.stderr, flush=True)
+        proc = subprocess.run([sys.executable, str(builder)], capture_output=True, text=True, timeout=3600, check=False)
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()
+            raise ClusterError(f"{builder}: exit {proc.returncode}: {tail[-1] if tail else ''}") from None
+        return pkg.load_package(directory, need_images)
+
+
 def run(args: argparse.Namespace) -> int:
     report_dir = Path(args.report_dir).resolve()
     suites = tuple(s for s in suite_list(args.suites).split(",") if s)
@@ -136,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         raise ClusterError("certify --backend existing: give --kubeconfig of the cluster the driver is installed in")
     if args.backend == "kind" and (args.kubeconfig or args.context):
         raise ClusterError("certify: --kubeconfig and --context are for --backend existing")
-    package = pkg.load_package(args.driver_dir, need_images=args.backend == "kind")
+    package = _load(Path(args.driver_dir), args.backend == "kind")
     if package.profile is not None:
         load_profile(package.profile)  # a bad profile is refused before the cluster starts
     report_dir.mkdir(parents=True, exist_ok=True)

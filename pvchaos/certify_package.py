@@ -37,6 +37,10 @@ class PackageError(ValueError):
     """A driver directory was refused; the message is one line naming the file and why."""
 
 
+class MissingImage(PackageError):
+    """An image the manifests run is in no archive of images/."""
+
+
 @dataclass(frozen=True)
 class Workload:
     """A Deployment, StatefulSet or DaemonSet of the package, and the images it runs."""
@@ -173,7 +177,7 @@ def load_package(directory: Path | str, need_images: bool = True) -> DriverPacka
         for w in workloads:
             for image in w.images:
                 if normalise_image(image) not in have:
-                    raise PackageError(f"{w.ref} runs image {image}, which is in no archive of "
+                    raise MissingImage(f"{w.ref} runs image {image}, which is in no archive of "
                                        f"{root / 'images'} (there is no registry: `docker save` it there)")
     return DriverPackage(root, tuple(manifests), archives, tuple(tags), profile, driver, classes[0], workloads)
 

@@ -244,3 +244,19 @@ def test_a_disagreement_or_a_leftover_fails_the_report() -> None:
 def test_a_failed_row_links_to_allure() -> None:
     row = pkg.SuiteRow("reclaim", "failed", 0, 1, 0, "c: boom", "allure-results/u1-result.json")
     assert "[c: boom](allure-results/u1-result.json)" in pkg.render_markdown(certification(rows=[row]))
+
+
+def test_a_package_with_build_py_builds_its_missing_images_once(package: Path) -> None:
+    from pvchaos import certify
+
+    archive = package / "images" / "all.tar"
+    saved = archive.read_bytes()
+    archive.unlink()
+    (package / "saved.bin").write_bytes(saved)
+    (package / "build.py").write_text("from pathlib import Path\nhere = Path(__file__).parent\n"
+                                      "(here / 'images' / 'all.tar').write_bytes((here / 'saved.bin').read_bytes())\n")
+    assert certify._load(package, need_images=True).driver_name == DRIVER
+    (package / "build.py").write_text("raise SystemExit('no go toolchain')\n")
+    archive.unlink()
+    with pytest.raises(Exception, match=r"build\.py: exit 1: no go toolchain"):
+        certify._load(package, need_images=True)
