@@ -25,6 +25,7 @@ import json
 import re
 import secrets
 import shlex
+import shutil
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -158,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
     if package.profile is not None:
         load_profile(package.profile)  # a bad profile is refused before the cluster starts
     report_dir.mkdir(parents=True, exist_ok=True)
+    # a run that ends in exit 2 must not leave an earlier run's verdict or logs looking current
+    shutil.rmtree(report_dir / "certify-logs", ignore_errors=True)
+    for stale in ("certification.md", "certification.json", "certification-behaviours.md", "driver-profile.yaml"):
+        (report_dir / stale).unlink(missing_ok=True)
     findings: list[str] = []
     with ExitStack() as stack:
         if args.backend == "kind":
