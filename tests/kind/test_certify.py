@@ -115,3 +115,31 @@ def test_a_manifest_that_fails_to_apply_is_exit_2(images: Path, tmp_path: Path) 
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("pvchaos: manifest 05-storageclass.yaml: kubectl apply failed"), last
     no_certify_cluster_left()
+
+
+def test_existing_backend_certifies_an_installed_driver_and_leaves_it(images: Path, tmp_path: Path) -> None:
+    """`--backend existing`: no install, no uninstall; the driver is still there afterwards."""
+    import secrets
+
+    from pvchaos.certify_package import load_package
+    from pvchaos.clusters.topology import Topology
+    from pvchaos.clusters.vendor_install import Kubectl, VendorKindBackend, apply_manifests, wait_installed
+
+    package = load_package(GOOD)
+    backend = VendorKindBackend(cluster=f"certify-ex-{secrets.token_hex(2)}", topology=Topology.parse("3", 1))
+    backend.up()
+    try:
+        backend.load_images(package.images)
+        kubectl = Kubectl(backend.kubeconfig, backend.k8s_version)
+        apply_manifests(kubectl, package.manifests)
+        wait_installed(kubectl, package.driver_name, [(w.kind, w.namespace, w.name) for w in package.workloads],
+                       tmp_path / "logs")
+        proc = certify(GOOD, tmp_path / "r", "--backend", "existing", "--kubeconfig", str(backend.kubeconfig),
+                       "--context", f"kind-{backend.cluster}")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        cert = json.loads((tmp_path / "r" / "certification.json").read_text())
+        assert cert["backend"] == "existing" and cert["verdict"] == "PASSED"
+        assert kubectl("get", "csidriver", package.driver_name).returncode == 0, "an existing install was removed"
+    finally:
+        backend.down()
+    no_certify_cluster_left()
