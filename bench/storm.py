@@ -42,7 +42,7 @@ from pvchaos.kit.storm_plan import (
 from pvchaos.kit.workspace import Workspace
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import connect
-from pvchaos.runner import available_memory_mib
+from pvchaos.run_config import available_memory_mib
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 

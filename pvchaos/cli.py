@@ -16,20 +16,17 @@ from typing import NoReturn
 
 from pvchaos import certify, compare_runs, report, report_merge, upgrade_command
 from pvchaos import explain as explain_command
-from pvchaos.clusters import arguments
+from pvchaos.clusters import arguments, providers
 from pvchaos.clusters.backend import ClusterError
-from pvchaos.clusters.kind import KindBackend, default_gates, kind_clusters, kind_directory, parse_version
-from pvchaos.clusters.local.cluster import LocalCluster
-from pvchaos.clusters.local.config import PROVISIONER_KINDS, LocalClusterConfig, parse_feature_gates
-from pvchaos.clusters.local.registry import destroy, list_clusters
+from pvchaos.clusters.kind import parse_version
+from pvchaos.clusters.local.config import PROVISIONER_KINDS
 from pvchaos.clusters.options import (
     REPO_ROOT,
     add_run_arguments,
-    check_feature_gates,
     from_values,
     split_pytest_args,
 )
-from pvchaos.clusters.topology import Topology
+from pvchaos.clusters.provider import Feature
 from pvchaos.runner import run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_driver import ensure_csi_driver
@@ -39,73 +36,28 @@ from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 
-def _kind_backend(args: argparse.Namespace) -> KindBackend:
+def _cluster_up(args: argparse.Namespace) -> int:
     try:
-        gates = {**default_gates(args.k8s_version), **parse_feature_gates(args.feature_gates)}
-        return KindBackend(cluster=args.name, topology=Topology.parse(args.zones, args.nodes_per_zone),
-                           k8s_version=args.k8s_version, feature_gates=gates, detached=True)
+        backend = providers.provider(args.backend)
     except ValueError as exc:
         raise ClusterError(str(exc)) from None
-
-
-def _cluster_up(args: argparse.Namespace) -> int:
-    if args.backend == "kind":
-        if (args.disable_controller or args.disable_scheduler_plugin or args.no_provisioner or args.kcm_flag
-                or args.provisioner != "csi"):
-            raise ClusterError("cluster up --backend kind: --disable-controller, --disable-scheduler-plugin, "
-                               "--kcm-flag, --no-provisioner and --provisioner are for the local backend")
-        handle = _kind_backend(args).up()
-        print(f"export KUBECONFIG={handle.kubeconfig}")
-        return 0
-    cfg = LocalClusterConfig(
-        name=args.name, k8s_version=args.k8s_version,
-        topology=Topology.parse(args.zones, args.nodes_per_zone),
-        feature_gates=check_feature_gates(args.feature_gates, args.k8s_version),
-        disabled_controllers=tuple(args.disable_controller),
-        disabled_scheduler_plugins=tuple(args.disable_scheduler_plugin),
-        extra_kcm_flags=tuple(args.kcm_flag),
-        provisioner=not args.no_provisioner, provisioner_kind=args.provisioner,
-    )
-    handle = LocalCluster(cfg, detached=True).up()
+    handle = backend.cluster_up(args)
     print(f"export KUBECONFIG={handle.kubeconfig}")
     return 0
 
 
 def _cluster_down(args: argparse.Namespace) -> int:
-    if args.backend == "kind" or args.all:
-        kinds = kind_clusters()
-        chosen_kind = kinds if args.all else [k for k in kinds if k == args.name]
-        if args.backend == "kind" and not args.all and not chosen_kind:
-            raise ClusterError(f"no kind cluster of pvchaos named {args.name!r}; see: pvchaos cluster list")
-        for name in chosen_kind:
-            KindBackend(cluster=name).down()
-            print(f"removed kind cluster {name}")
-        if args.backend == "kind":
-            return 0
-    states = list_clusters()
-    if args.all:
-        chosen = states
-    else:
-        chosen = [s for s in states if s.name == args.name]
-        if not chosen:
-            raise ClusterError(f"no local cluster named {args.name!r}; see: pvchaos cluster list")
-    for state in chosen:
-        destroy(state)
-        print(f"removed cluster {state.name}")
+    chosen = providers.names(Feature.STARTS_CLUSTERS) if args.all else (args.backend,)
+    for name in chosen:
+        for line in providers.provider(name).cluster_down(None if args.all else args.name):
+            print(line)
     return 0
 
 
 def _cluster_list(args: argparse.Namespace) -> int:
-    for name in kind_clusters():
-        print(f"{name}\tkind\t-\tdetached\t{kind_directory(name) / 'kubeconfig'}")
-    states = list_clusters()
-    if not states:
-        print("no local clusters")
-    for s in states:
-        alive = s.alive_components()
-        health = "running" if len(alive) == len(s.processes) else f"{len(alive)}/{len(s.processes)} processes alive"
-        owner = "detached" if s.detached else f"owned by pid {s.owner_pid}" + ("" if s.owner_alive() else " (dead)")
-        print(f"{s.name}\t{s.k8s_version}\t{health}\t{owner}\t{s.directory / 'kubeconfig'}")
+    for name in providers.names(Feature.STARTS_CLUSTERS):
+        for line in providers.provider(name).cluster_list():
+            print(line)
     return 0
 
 
@@ -184,7 +136,7 @@ def parser() -> argparse.ArgumentParser:
 
     cl = sub.add_parser("cluster", help="local and kind clusters").add_subparsers(dest="action", required=True)
     up = cl.add_parser("up", help="start a cluster that outlives this command")
-    up.add_argument("--backend", default="local", choices=("local", "kind"))
+    up.add_argument("--backend", default="local", choices=providers.names(Feature.STARTS_CLUSTERS))
     up.add_argument("--name", default="pvchaos", type=arguments.cluster_name)
     up.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
     up.add_argument("--zones", default="3", type=arguments.zones)
@@ -202,7 +154,7 @@ def parser() -> argparse.ArgumentParser:
                          "test-double: the old test provisioner, for comparison")
     up.set_defaults(func=_cluster_up)
     down = cl.add_parser("down", help="stop a cluster and remove what it left")
-    down.add_argument("--backend", default="local", choices=("local", "kind"))
+    down.add_argument("--backend", default="local", choices=providers.names(Feature.STARTS_CLUSTERS))
     which = down.add_mutually_exclusive_group(required=True)
     which.add_argument("--name", type=arguments.cluster_name)
     which.add_argument("--all", action="store_true", help="every local and kind cluster, including leftovers")

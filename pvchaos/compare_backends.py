@@ -19,19 +19,22 @@ from pvchaos.results import latest_by_test
 
 # test (suite file stem :: pytest name) -> why its verdict differs between local and kind.
 EXPLAINED: dict[str, str] = {
-    "test_pv_affinity_mutation::test_gate_off_rejects_affinity_change":
-        "needs a cluster with MutablePVNodeAffinity off; the kind backend runs one cluster per run (gate on)",
-    "test_pv_affinity_mutation::test_gate_off_allows_setting_affinity_where_none":
-        "needs a cluster with MutablePVNodeAffinity off; the kind backend runs one cluster per run (gate on)",
-    "test_pv_affinity_mutation::test_gate_off_allows_beta_to_ga_key_rename":
-        "needs a cluster with MutablePVNodeAffinity off; the kind backend runs one cluster per run (gate on)",
-    "test_zone_outage::test_partial_zone_disruption_stops_tainting":
-        "needs a 2-zone x 4-node cluster of its own; the kind backend runs one 3 x 2 cluster per run",
+    # The gate-off mutation tests and the 2-zone x 4-node zone test run on kind too: it starts
+    # a cluster of the shape and gates a test asks for (shaped-clusters, clusters/pool.py).
     "test_zone_outage::test_all_zones_down_evicts_nothing":
         "kind's control-plane node is in no zone and stays up, so the node-lifecycle controller never sees "
         "every zone down (no master disruption mode); on local clusters every node is in a zone",
     "test_real_kubelet::test_local_volume_data_survives_node_crash_and_return":
         "needs real kubelets: KWOK nodes run no containers and mount nothing",
+    **{f"test_real_kubelet::{name}": "needs real kubelets: KWOK nodes run no containers, mount nothing and register "
+                                      "no node plugin"
+       for name in ("test_moved_volume_brings_the_pod_back_with_the_same_bytes",
+                    "test_move_without_the_copy_fails_the_mount_and_is_explained",
+                    "test_node_plugin_gone_leaves_the_pod_in_container_creating")},
+    "test_real_kubelet::test_moved_volume_without_the_gate_leaves_the_pod_pending":
+        "needs real kubelets and a cluster with MutablePVNodeAffinity off",
+    "test_attach_detach::test_returning_node_clears_the_stale_volume_attachment":
+        "needs real kubelets: only a kubelet reports the volume in use, and only a returning kubelet clears it",
     "test_attach_detach::test_lost_node_keeps_the_volume_until_the_out_of_service_taint":
         "needs real kubelets: only a kubelet reports the volume in use (volumesInUse); on KWOK nodes the "
         "attach/detach controller detaches at once",

@@ -21,20 +21,17 @@ from pvchaos.certification import (
     results_from_allure,
     write_allure_summary,
 )
-from pvchaos.clusters.kind import KindBackend
-from pvchaos.clusters.local.config import minor_of, parse_feature_gates
+from pvchaos.clusters import providers
 from pvchaos.clusters.local.registry import list_clusters, sweep_orphans
-from pvchaos.clusters.options import BACKENDS, REPO_ROOT, Options, check_feature_gates, check_options
+from pvchaos.clusters.options import REPO_ROOT, Options, check_feature_gates, check_options
 from pvchaos.clusters.options import pytest_flags as _pytest_flags
-from pvchaos.clusters.topology import Topology
+from pvchaos.clusters.provider import Feature
 from pvchaos.conformance import feature_gates
 from pvchaos.drivers.profile import load_profile
 from pvchaos.results import merge_into
+from pvchaos.run_config import RunConfig, available_memory_mib, resolve, scale_problem  # the plugin refuses the same input
 from pvchaos.shard import parse_shard
 from pvchaos.tools.build import ensure_binaries, served_releases
-from pvchaos.tools.csi_driver import ensure_csi_driver
-from pvchaos.tools.csi_sidecars import ensure_csi_sidecars
-from pvchaos.tools.docker_engine import Engine, stop_engine
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 SUITES_DIR = REPO_ROOT / "suites"
@@ -50,19 +47,9 @@ def known_suites() -> list[str]:
     return sorted(p.stem.removeprefix("test_") for p in SUITES_DIR.glob("test_*.py"))
 
 
-def available_memory_mib() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return 4096
-
-
 def effective_workers(req: Options) -> int:
     """`auto` is one worker per core on local clusters, and one for a single kind/existing cluster."""
-    if req.backend != "local" and req.workers == "auto":
+    if not providers.has(req.backend, Feature.CLUSTER_PER_REQUEST) and req.workers == "auto":
         return 1
     return worker_count(req.workers)
 
@@ -80,8 +67,9 @@ def worker_count(text: str) -> int:
     return n
 
 
-def validate(req: Options) -> None:
-    """Raise UsageError with one line for anything wrong, before any cluster starts."""
+def validate(req: Options) -> RunConfig:
+    """Raise UsageError with one line for anything wrong, before any cluster starts; the
+    options resolved (run_config.resolve: topology, gates, version, profile, scale shape)."""
     try:
         check_options(req)  # each option's own check, as the command line applies it
     except ValueError as exc:
@@ -96,36 +84,27 @@ def validate(req: Options) -> None:
         raise UsageError("no built-in suites here (an installed pvchaos has none): give your own, "
                          "`pvchaos run PATH...`")
     n = worker_count(req.workers)
-    if req.backend in ("kind", "existing") and n > 1 and req.workers != "auto":
+    one_cluster = req.backend in providers.names() and not providers.has(req.backend, Feature.CLUSTER_PER_REQUEST)
+    if one_cluster and n > 1 and req.workers != "auto":
         raise UsageError(f"--workers {n}: backend {req.backend} has one cluster; use --workers 1")
-    if req.backend == "local":
-        try:
-            Topology.parse(req.zones, req.nodes_per_zone)
-        except ValueError as exc:
-            raise UsageError(f"--zones {req.zones}: {exc}") from None
+    if req.profile and not Path(req.profile).is_file():
+        raise UsageError(f"--profile {req.profile}: no such file")
+    try:
+        config = resolve(req)  # parsed once; a typo or an impossible value is one line, before any cluster
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if providers.has(req.backend, Feature.HOST_PROCESSES):
         fits = max(1, available_memory_mib() // (2 * CLUSTER_MEMORY_MIB))
         if n > fits:
             raise UsageError(f"--workers {n}: this machine has memory for about {fits} workers' local clusters "
                              f"({available_memory_mib()} MiB available, ~{2 * CLUSTER_MEMORY_MIB} MiB each)")
     if req.scale or "scale" in req.suites:
-        from pvchaos.plugin import scale_problem  # the plugin refuses the same input under plain pytest
         if problem := scale_problem(req, available_memory_mib()):
             raise UsageError(problem)
-    if req.backend == "existing" and not req.kubeconfig:
-        raise UsageError("--backend existing needs --kubeconfig")
+    if req.backend in providers.names() and (problem := providers.provider(req.backend).problem(req)):
+        raise UsageError(problem)
     if req.kubeconfig and not Path(req.kubeconfig).is_file():
         raise UsageError(f"--kubeconfig {req.kubeconfig}: no such file")
-    if req.profile:
-        if not Path(req.profile).is_file():
-            raise UsageError(f"--profile {req.profile}: no such file")
-        load_profile(req.profile)  # a typo or an impossible value: one line, before any cluster
-    if req.backend == "local":
-        version = req.k8s_version or DEFAULT_K8S_VERSION
-        try:
-            minor_of(version)
-            parse_feature_gates(req.feature_gates)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
     problem = unwritable(req.report_dir)
     if problem:
         raise UsageError(f"--report-dir {req.report_dir}: cannot write there ({problem})")
@@ -134,11 +113,12 @@ def validate(req: Options) -> None:
             parse_shard(req.shard)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    return config
 
 
 def check_gates(req: Options) -> None:
     """Each --feature-gates name is known to the local clusters' version (needs its binaries)."""
-    if req.backend == "local" and req.feature_gates:
+    if providers.has(req.backend, Feature.HOST_PROCESSES) and req.feature_gates:
         try:
             check_feature_gates(req.feature_gates, req.k8s_version or DEFAULT_K8S_VERSION)
         except ValueError as exc:
@@ -199,27 +179,23 @@ def run(req: Options) -> int:
     """The main job; returns pytest's exit code (non-zero when anything failed), or
     128 + the signal's number when a signal stopped it."""
     validate(req)
-    engine = None
-    if req.backend == "local":
-        ensure_binaries(req.k8s_version or DEFAULT_K8S_VERSION)
-        ensure_csi_sidecars()  # the CSI stack every local cluster runs: built before any worker needs it
-        ensure_csi_driver()
-        check_gates(req)
-    if req.backend == "kind":
-        engine = prepare_kind(req)
+    backend = providers.provider(req.backend)
+    stop = backend.prepare(req)  # built or started before pytest, so a missing piece is one line
     try:
+        check_gates(req)
         return _run_and_report(req)
     finally:
-        if engine is not None:
-            stop_engine(engine)
+        if stop is not None:
+            stop()
 
 
 def backends_of(text: str) -> list[str]:
     """`local,kind` -> ["local", "kind"]; an unknown or repeated name is refused."""
     names = [b.strip() for b in text.split(",") if b.strip()]
-    unknown = [b for b in names if b not in BACKENDS]
+    unknown = [b for b in names if b not in providers.names()]
     if not names or unknown or len(set(names)) != len(names):
-        raise UsageError(f"--backend {text!r}: give one or more of {', '.join(BACKENDS)}, comma-separated, each once")
+        raise UsageError(f"--backend {text!r}: give one or more of {', '.join(providers.names())}, "
+                         "comma-separated, each once")
     return names
 
 
@@ -269,7 +245,7 @@ def run_versions(req: Options) -> int:
     """The suites on each version in ascending order (each with a full report of its own
     under <report dir>/<version>/), then one report with every version, the test x version
     table and the behaviour changes between adjacent versions (<report dir>/versions.md)."""
-    if req.backend != "local":
+    if not providers.has(req.backend, Feature.HOST_PROCESSES):
         raise UsageError(f"--k8s-version {req.k8s_version}: several versions need the local backend, which builds "
                          f"each; a {req.backend} cluster has the version it has")
     try:
@@ -320,17 +296,10 @@ def report_versions(req: Options, wanted: list[str]) -> int:
     return len(version_matrix.unexplained_behaviour(steps))
 
 
-def prepare_kind(req: Options) -> Engine | None:
-    """Engine, kind and node image before pytest starts, so a missing piece is one line
-    (and not one error per test); returns the engine, stopped at the end if ours."""
-    backend = KindBackend.from_options(req)
-    backend.prepare()
-    return backend.engine
-
-
 def _run_and_report(req: Options) -> int:
     lay = report.layout(req.report_dir)
-    if req.backend == "local":
+    host = providers.has(req.backend, Feature.HOST_PROCESSES)
+    if host:
         _sweep("before the run")
     if lay.results.exists():
         for old in lay.results.iterdir():
@@ -340,7 +309,7 @@ def _run_and_report(req: Options) -> int:
     (req.report_dir / run_record.SELECTION_FILE).unlink(missing_ok=True)
     outcome = supervise.run_owned(pytest_argv(req), working_directory(req))
     _record_run(req, interrupted=outcome.interrupted_by is not None)
-    left = _sweep("after the run") if req.backend == "local" else []
+    left = _sweep("after the run") if host else []
     supervise.reap_zombie_children()  # cluster processes of a killed worker were reparented to us
     env = environment(req)
     note = None
@@ -367,8 +336,9 @@ def _run_and_report(req: Options) -> int:
 def _record_run(req: Options, interrupted: bool) -> None:
     """run.json: what this report directory is a report of, so `pvchaos report merge` can
     refuse reports of different test sets or pvchaos versions (pvchaos/run_record.py)."""
+    default = DEFAULT_K8S_VERSION if providers.has(req.backend, Feature.HOST_PROCESSES) else ""
     record = run_record.build(
-        backend=req.backend, kubernetes=req.k8s_version or (DEFAULT_K8S_VERSION if req.backend == "local" else ""),
+        backend=req.backend, kubernetes=req.k8s_version or default,
         shard=req.shard, selection=run_record.read_selection(req.report_dir), suites=req.suites,
         keyword=req.keyword, interrupted=interrupted, commit=run_record.source_commit())
     run_record.write(req.report_dir, record)
@@ -427,18 +397,18 @@ def _certification(req: Options, results: Path) -> None:
 
 def environment(req: Options) -> dict[str, str]:
     """The report's environment page: what this run was, as the options say (never hard-coded)."""
-    local = req.backend == "local"
+    config = resolve(req)
+    local = providers.has(req.backend, Feature.HOST_PROCESSES)  # the options describe the cluster
     env = {
         "backend": req.backend,
         "kubernetes": req.k8s_version or (DEFAULT_K8S_VERSION if local else "cluster's own"),
         "feature gates": req.feature_gates or ("MutablePVNodeAffinity=true (local default)"
                                                if local else "as the cluster has them"),
-        "zones": ",".join(Topology.parse(req.zones, req.nodes_per_zone).zones) if local else "discovered",
+        "zones": ",".join(config.topology.zones) if local else "discovered",
         "workers": req.workers,
         "driver profile": req.profile or "none (harness zonal test driver)",
     }
-    if req.profile:
-        profile = load_profile(req.profile)
+    if (profile := config.profile) is not None:
         env["driver"] = profile.name
         env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))
     return {**env, **feature_gates.environment()}  # each gate the suites depend on, per version

@@ -16,7 +16,9 @@ import allure
 import pytest
 
 from pvchaos.api import Workspace, b, chaos_labels, chaos_nodes, holds_for, measure, o, x
-from pvchaos.kit.node_health import wait_node_unreachable
+from pvchaos.chaos import pv_affinity as mut
+from pvchaos.chaos.fault import Fault
+from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_for_event, wait_for_state
 
@@ -46,6 +48,14 @@ def _detached(ws: Workspace, pv: str, node: str, timeout: float = 60) -> None:
                    else None, f"no VolumeAttachment of {pv} to {node}", timeout=timeout)
 
 
+def _stays_attached(ws: Workspace, pv: str, node: str, seconds: float, what: str) -> None:
+    with allure.step(f"for {seconds:.0f} s {what}"):
+        holds_for(ws.kube, "VolumeAttachment",
+                  lambda st: None if [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == node]
+                  else f"{pv} was detached from the lost node {node} while it was down, without the out-of-service taint",
+                  seconds, f"{pv} stays attached to {node}")
+
+
 @allure.story("a pod's volume: VolumeAttachment created, attached, pod Running; deleted with the pod")
 def test_volume_attachment_timeline(ws: Workspace) -> None:
     sc = ws.storage_class("attach", "WaitForFirstConsumer")
@@ -67,11 +77,12 @@ def test_volume_attachment_timeline(ws: Workspace) -> None:
     x.phase_now(ws, "PersistentVolumeClaim", "data", "Bound")
 
 
-def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, float, float]:
+def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, float, float, Fault]:
     """A writer on the first node of a zone with an RWO volume; that node is lost, the
     writer force-deleted, a replacement pinned to the second node of the zone gets
     "Multi-Attach error" (asserted, and named by `pvchaos explain`).
-    Returns (pv, lost node, second node, writer deleted at, replacement created at)."""
+    Returns (pv, lost node, second node, writer deleted at, replacement created at, the
+    node failure's handle)."""
     home = ws.zones()[0]
     if len(ws.nodes(home)) < 2:
         pytest.skip(f"zone {home} has one node: the replacement needs another node of the volume's zone")
@@ -83,7 +94,7 @@ def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, flo
     pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
     lost = o.name(first)
     _attached_to(ws, pv, lost)
-    chaos_nodes.fail_node(ws.cleanup, ws.cluster, lost)
+    failed = chaos_nodes.fail_node(ws, lost)
     wait_node_unreachable(ws, lost, timeout=120)
     ws.delete("Pod", "writer", wait=False)  # force-deleted: the kubelet is gone
     deleted = time.monotonic()
@@ -93,7 +104,7 @@ def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, flo
     ev = wait_for_event(ws.kube, pod, MULTI_ATTACH, reason="FailedAttachVolume", timeout=90)
     x.expect(MULTI_ATTACH in str(ev.get("message")), "the replacement waits on the volume attached elsewhere", ev)
     x.explained_as(ws, "replacement", "MULTI_ATTACH")
-    return pv, lost, o.name(second), deleted, created
+    return pv, lost, o.name(second), deleted, created, failed
 
 
 @allure.story("node lost with an RWO volume attached: Multi-Attach until the out-of-service taint, then it moves")
@@ -102,14 +113,10 @@ def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, flo
 def test_lost_node_keeps_the_volume_until_the_out_of_service_taint(ws: Workspace) -> None:
     """Only a real kubelet reports the volume in use (node.status.volumesInUse); without
     that report the controller detaches at once, so on KWOK nodes this test skips."""
-    pv, lost, second, _, t0 = _lose_the_node_holding_the_volume(ws)
-    with allure.step("for 20 s the volume stays attached to the lost node (no force detach before 6 minutes)"):
-        holds_for(ws.kube, "VolumeAttachment",
-                  lambda st: None if [va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == lost]
-                  else f"{pv} was detached from the lost node {lost} without the out-of-service taint",
-                  20, f"{pv} stays attached to {lost}")
+    pv, lost, second, _, t0, _ = _lose_the_node_holding_the_volume(ws)
+    _stays_attached(ws, pv, lost, 20, "the volume stays attached to the lost node (no force detach before 6 minutes)")
     t1 = time.monotonic()
-    chaos_labels.add_taint(ws.cleanup, ws.kube, lost, chaos_labels.OUT_OF_SERVICE)
+    chaos_labels.add_taint(ws, lost, chaos_labels.OUT_OF_SERVICE)
     _detached(ws, pv, lost, timeout=120)
     _attached_to(ws, pv, second, timeout=120)
     x.pod_runs(ws, "replacement", timeout=120)
@@ -130,7 +137,7 @@ def test_lost_node_releases_the_volume_after_the_six_minute_force_detach(ws: Wor
     maxWaitForUnmountDuration (6 minutes from the detach request, i.e. the writer's
     deletion) before it detaches from an unhealthy node. Marked `long`: runs only with
     `--long` (the default run asserts only "not detached within 20 s", above)."""
-    pv, lost, second, deleted, created = _lose_the_node_holding_the_volume(ws)
+    pv, lost, second, deleted, created, _ = _lose_the_node_holding_the_volume(ws)
     _detached(ws, pv, lost, timeout=FORCE_DETACH_S + FORCE_DETACH_SLACK_S)
     waited = time.monotonic() - deleted
     x.expect(waited >= FORCE_DETACH_S - 10,
@@ -140,3 +147,56 @@ def test_lost_node_releases_the_volume_after_the_six_minute_force_detach(ws: Wor
     x.pod_runs(ws, "replacement", timeout=120)
     measure.seconds("Multi-Attach recovery without the out-of-service taint, seconds", waited)
     measure.since("replacement created to Running, seconds", created)
+
+
+@allure.story("node lost, its pod force-deleted: the VolumeAttachment goes stale; the node's return clears it")
+@pytest.mark.disruptive
+@pytest.mark.needs("real-kubelet", "node-failure")
+def test_returning_node_clears_the_stale_volume_attachment(ws: Workspace) -> None:
+    """After the writer is force-deleted on a lost node, its VolumeAttachment is stale:
+    no pod uses the volume there, but the node's last status still lists it in
+    `volumesInUse`, so the attach/detach controller keeps it (and the replacement gets
+    Multi-Attach). What clears it before the 6-minute force detach is the node's return:
+    its kubelet finds no pod for the volume, reports it no longer in use, and the
+    controller detaches; the replacement then attaches on the other node."""
+    pv, lost, second, deleted, _, failed = _lose_the_node_holding_the_volume(ws)
+    x.expect(ws.get("Pod", "writer") is None, "the writer pod object is gone (force-deleted)", ws=ws)
+    _stays_attached(ws, pv, lost, 15, "the attachment to the lost node stays, with no pod using it there")
+    returned = time.monotonic()
+    failed.restore()
+    wait_node_ready(ws, lost, timeout=180)
+    _detached(ws, pv, lost, timeout=180)
+    measure.since("stale VolumeAttachment cleared after the node's return, seconds", returned)
+    x.expect(time.monotonic() - deleted < FORCE_DETACH_S,
+             f"the returning node's kubelet, not the controller's {FORCE_DETACH_S:.0f} s force detach, released {pv}")
+    _attached_to(ws, pv, second, timeout=120)
+    x.pod_runs(ws, "replacement", timeout=120)
+
+
+@allure.story("a PV's affinity moved to another node without its data: the driver refuses the attach; explain names it")
+@pytest.mark.needs("dynamic-local", "mutable-pv-affinity")
+def test_attach_the_driver_refuses_is_explained(ws: Workspace) -> None:
+    """The half-done move of KEP-5381's maintenance scenario: the PV of a node-local
+    volume is re-pointed at another node (the gate allows it) but nobody moved the data,
+    so the scheduler places the pod there, the attach/detach controller asks to attach,
+    and the driver's ControllerPublishVolume answers FailedPrecondition: FailedAttachVolume,
+    and the VolumeAttachment's attachError. On a real kubelet the pod stays in
+    ContainerCreating and `pvchaos explain` says ATTACH_FAILED (a KWOK node runs it anyway)."""
+    pv, _, target = x.node_local_volume_released(ws)
+    if target is None:
+        pytest.skip("one worker node: the PV has nowhere else to point")
+    mut.replace_affinity(ws.kube, pv, {"required": b.node_selector_terms(
+        [(o.ZONE_KEY, "In", [str(o.zone(target))]), (o.HOSTNAME_KEY, "In", [o.hostname(target)])])})
+    ws.create(b.pod("second", ("data",)))
+    pod = x.pod_scheduled(ws, "second")
+    x.expect(o.node_name(pod) == o.name(target), f"the scheduler follows the PV's new affinity to {o.name(target)}",
+             pod, ws=ws)
+    ev = wait_for_event(ws.kube, pod, "is local to node", reason="FailedAttachVolume", timeout=120)
+    x.expect("FailedPrecondition" in str(ev.get("message")), "the driver's FailedPrecondition reaches the event", ev)
+    target_node = o.name(target)
+    wait_for_state(ws.kube, "VolumeAttachment",
+                   lambda st: next((va for va in _attachments_of(st, pv) if va["spec"].get("nodeName") == target_node
+                                    and "FailedPrecondition" in str(va.get("status", {}).get("attachError", {}))), None),
+                   f"the VolumeAttachment of {pv} to {target_node} carries the driver's error", timeout=60)
+    if ws.cluster.has("real-kubelet"):  # a KWOK node runs the pod whatever the attach says; a kubelet waits
+        x.explained_as(ws, "second", "ATTACH_FAILED")

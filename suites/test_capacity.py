@@ -54,7 +54,7 @@ def test_capacity_objects_follow_the_driver(ws: Workspace) -> None:
                        c.get("capacity") == UNLIMITED for c in _capacities(st, sc)) else None,
                    f"one CSIStorageCapacity of {sc} per node segment (zone + hostname keys), each {UNLIMITED}",
                    namespace=None, timeout=60)
-    chaos_csi_capacity.set_zone_capacity(ws.cleanup, ws.cluster, zone, "5Gi")
+    chaos_csi_capacity.set_zone_capacity(ws, zone, "5Gi")
     _published(ws, sc, zone, "5Gi")
 
 
@@ -62,7 +62,7 @@ def test_capacity_objects_follow_the_driver(ws: Workspace) -> None:
 def test_full_zone_is_filtered_out(ws: Workspace) -> None:
     full = ws.zones()[0]
     sc = ws.storage_class("cap", "WaitForFirstConsumer")
-    chaos_csi_capacity.set_zone_capacity(ws.cleanup, ws.cluster, full, "0")
+    chaos_csi_capacity.set_zone_capacity(ws, full, "0")
     _published(ws, sc, full, "0")
     ws.create(b.persistent_volume_claim("pinned", "1Gi", sc))
     ws.create(b.pod("pinned", ("pinned",), node_selector={ZONE_KEY: full}))
@@ -80,7 +80,7 @@ def test_full_zone_is_filtered_out(ws: Workspace) -> None:
 def test_every_zone_full_leaves_the_pod_pending(ws: Workspace) -> None:
     sc = ws.storage_class("cap", "WaitForFirstConsumer")
     for zone in ws.zones():
-        chaos_csi_capacity.set_zone_capacity(ws.cleanup, ws.cluster, zone, "0")
+        chaos_csi_capacity.set_zone_capacity(ws, zone, "0")
     for zone in ws.zones():
         _published(ws, sc, zone, "0")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
@@ -102,7 +102,7 @@ def test_stale_capacity_reschedules_to_another_zone(ws: Workspace) -> None:
     stale = ws.zones()[0]
     sc = ws.storage_class("cap", "WaitForFirstConsumer")
     _published(ws, sc, stale, UNLIMITED)
-    chaos_csi_capacity.set_zone_capacity(ws.cleanup, ws.cluster, stale, "0")
+    chaos_csi_capacity.set_zone_capacity(ws, stale, "0")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     prefer = {"weight": 100, "preference": {"matchExpressions": [{"key": ZONE_KEY, "operator": "In",
                                                                    "values": [stale]}]}}

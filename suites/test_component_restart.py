@@ -25,7 +25,7 @@ pytestmark = [allure.epic("Control plane"), allure.feature("Component restarts")
 @pytest.mark.needs("dynamic-zonal")
 def test_scheduler_restart_mid_binding(ws: Workspace) -> None:
     sc = ws.storage_class("zonal", "WaitForFirstConsumer")
-    components.stop_component(ws.cleanup, ws.cluster, "kube-scheduler")
+    stopped = components.stop_component(ws, "kube-scheduler")
     claims = [f"data-{i}" for i in range(6)]
     for i, c in enumerate(claims):
         ws.create(b.persistent_volume_claim(c, "1Gi", sc))
@@ -33,7 +33,7 @@ def test_scheduler_restart_mid_binding(ws: Workspace) -> None:
     placed = [name(p) for p in ws.list("Pod") if scheduled(p)]
     x.expect(not placed, f"no pod is scheduled while the scheduler is down: {placed}")
     t0 = time.monotonic()
-    components.start_component(ws.cluster, "kube-scheduler")
+    stopped.restore()
     x.all_reach(ws, "Pod", len(claims), pod_running, "Running", timeout=90)
     x.all_reach(ws, "PersistentVolumeClaim", len(claims), lambda c: phase(c) == "Bound", "Bound", timeout=90)
     measure.since("recovery seconds", t0)
@@ -43,7 +43,7 @@ def test_scheduler_restart_mid_binding(ws: Workspace) -> None:
 @pytest.mark.needs("static-pv")
 def test_controller_manager_restart_mid_binding(ws: Workspace) -> None:
     iso = ws.case_labels
-    components.stop_component(ws.cleanup, ws.cluster, "kube-controller-manager")
+    stopped = components.stop_component(ws, "kube-controller-manager")
     claims = [f"data-{i}" for i in range(5)]
     for i in range(len(claims)):
         ws.create(b.persistent_volume(ws.name(f"pv{i}"), f"{i + 1}Gi", labels=iso))
@@ -52,7 +52,7 @@ def test_controller_manager_restart_mid_binding(ws: Workspace) -> None:
     bound = [name(c) for c in ws.list("PersistentVolumeClaim") if phase(c) == "Bound"]
     x.expect(not bound, f"nothing binds while the controller-manager is down: {bound}")
     t0 = time.monotonic()
-    components.start_component(ws.cluster, "kube-controller-manager")
+    stopped.restore()
     x.all_reach(ws, "PersistentVolumeClaim", len(claims), lambda c: phase(c) == "Bound", "Bound", timeout=90)
     measure.since("recovery seconds", t0)
     volumes = [c["spec"]["volumeName"] for c in ws.list("PersistentVolumeClaim")]

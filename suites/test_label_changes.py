@@ -40,7 +40,7 @@ def test_running_pod_stays_new_pods_follow_new_labels(ws: Workspace) -> None:
     ws.create(b.pod("ssd-app", node_selector={"storage": "ssd"}))
     pod = x.pod_runs(ws, "ssd-app")
     node = pod["spec"]["nodeName"]
-    chaos_labels.set_node_labels(ws.cleanup, ws.kube, node, {"storage": "standard"})
+    chaos_labels.set_node_labels(ws, node, {"storage": "standard"})
     wait_for(ws.kube, "Node", node, lambda n: label(n, "storage") == "standard", "relabelled", None, 30)
     with allure.step("for 5 s the running pod is neither evicted nor replaced"):
         _stays_running(ws, "ssd-app", pod["metadata"]["uid"], 5)
@@ -66,7 +66,7 @@ def test_node_without_zone_label_gets_no_zonal_pods(ws: Workspace) -> None:
     x.bound_pair(ws, b.zone_affinity(zone))
     ws.create(b.pod("before", ("data",), node_selector=ws.pin(first)))
     before = x.pod_runs(ws, "before")
-    chaos_labels.set_node_labels(ws.cleanup, ws.kube, name(first), {ZONE_KEY: None})
+    chaos_labels.set_node_labels(ws, name(first), {ZONE_KEY: None})
     wait_for(ws.kube, "Node", name(first), lambda n: label(n, ZONE_KEY) is None, "zone label gone", None, 30)
     _stays_running(ws, "before", before["metadata"]["uid"], 3)
     ws.exempt("before")  # placed while the label was there: IgnoredDuringExecution

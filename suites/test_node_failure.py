@@ -43,7 +43,7 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
 
     settings = x.lifecycle(ws)
     t0 = time.monotonic()
-    chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
+    failed = chaos_nodes.fail_node(ws, node)
     wait_node_unreachable(ws, node, timeout=timings.to_unreachable(settings).seconds + 30)
     t_unknown = time.monotonic() - t0
     # The NoSchedule taint comes from another worker of the controller (its node-update
@@ -70,7 +70,7 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     x.within(timings.eviction_after_taint(6, settings), t_second - t_unknown)
 
     t1 = time.monotonic()
-    chaos_nodes.restore_node(ws.cluster, node)
+    failed.restore()
     wait_node_ready(ws, node)
     wait_taint_gone(ws, node, UNREACHABLE)
     recovery = time.monotonic() - t1
@@ -87,7 +87,7 @@ def test_statefulset_zonal_volume_moves_within_zone(ws: Workspace) -> None:
     first = ws.get("Pod", "db-0")
     node = node_name(first) or ""
     home = zone(ws.get("Node", node))
-    chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
+    chaos_nodes.fail_node(ws, node)
     wait_node_unreachable(ws, node)
     same = ws.get("Pod", "db-0")
     x.expect(uid(same) == uid(first), "the StatefulSet does not replace a pod on an unreachable node by itself",
@@ -123,7 +123,7 @@ def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
     ws.create(b.statefulset("db", 1, sc))
     first = x.pod_runs(ws, "db-0")
     node = node_name(first) or ""
-    chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
+    failed = chaos_nodes.fail_node(ws, node)
     wait_node_unreachable(ws, node)
     ws.delete("Pod", "db-0", wait=False)
     wait_for(ws.kube, "Pod", "db-0", lambda p: uid(p) != uid(first), "a replacement pod object", ws.namespace, 60)
@@ -132,7 +132,7 @@ def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
         x.expect(messages.matches("UNTOLERATED_TAINT", ev.get("message", ""), ws.cluster.minor),
                  f"the lost node is excluded by its taint: {ev.get('message')}")
     t0 = time.monotonic()
-    chaos_nodes.restore_node(ws.cluster, node)
+    failed.restore()
     pod = x.pod_runs(ws, "db-0", timeout=90)
     measure.since("recovery seconds", t0)
     x.expect(pod["spec"]["nodeName"] == node, f"the replacement returns to {node}", pod, ws=ws)
@@ -149,14 +149,14 @@ def test_out_of_service_taint_moves_replica(ws: Workspace) -> None:
     x.dynamic_statefulset(ws, "db", 1, pod_spec_extra={"terminationGracePeriodSeconds": 300})
     first = ws.get("Pod", "db-0")
     node = node_name(first) or ""
-    chaos_nodes.fail_node(ws.cleanup, ws.cluster, node)
+    chaos_nodes.fail_node(ws, node)
     wait_node_unreachable(ws, node)
     t0 = time.monotonic()
-    chaos_labels.add_taint(ws.cleanup, ws.kube, node, chaos_labels.OUT_OF_SERVICE)
+    out_of_service = chaos_labels.add_taint(ws, node, chaos_labels.OUT_OF_SERVICE)
     new = x.pod_replaced(ws, "db-0", uid(first), timeout=90)
     measure.since("recovery seconds", t0)
     x.expect(node_name(new) != node, "the replacement runs on another node", new, ws=ws)
-    chaos_labels.remove_taint(ws.kube, node, chaos_labels.OUT_OF_SERVICE)
+    out_of_service.restore()
     x.expect(not has_taint(ws.get("Node", node), chaos_labels.OUT_OF_SERVICE["key"], "NoExecute"),
              "the out-of-service taint is removed by hand afterwards")
 

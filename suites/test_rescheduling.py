@@ -59,7 +59,7 @@ def test_wait_for_first_consumer_failure_reschedules_the_same_pod_elsewhere(ws: 
     x.expect(first != "", "the failure names the node the scheduler selected", failed, ws=ws)
     x.selected_node_released(ws, "data", first)
     x.event(ws, "Pod", "app", "PROVISIONING_RESCHEDULED", claim="data")
-    add_taint(ws.cleanup, ws.kube, first, FULL)
+    add_taint(ws, first, FULL)
 
     pod = x.pod_runs(ws, "app", timeout=RESCHEDULED_WITHIN)
     x.expect(uid(pod) == pod_uid, "the same pod (same uid) is rescheduled, not a replacement", pod, ws=ws)

@@ -74,7 +74,7 @@ def test_storm_under_chaos(ws: Workspace, request: pytest.FixtureRequest) -> Non
 
 @allure.story("the storm at three sizes: throughput and memory against size, and how cost grows")
 def test_growth_curve(cluster_pool: ClusterPool, request: pytest.FixtureRequest) -> None:
-    if cluster_pool.options.backend != "local":
+    if not cluster_pool.per_request:
         pytest.skip(f"backend {cluster_pool.options.backend}: the growth curve starts local clusters of its own")
     full = suite_shape(request.config.getoption("scale_size"), Topology.parse(cluster_pool.options.zones).zones)
     results = []

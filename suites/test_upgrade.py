@@ -23,8 +23,7 @@ import allure
 import pytest
 
 from pvchaos.clusters.backend import ClusterError
-from pvchaos.clusters.local.cluster import LocalCluster
-from pvchaos.clusters.local.upgrade import Window, upgrade
+from pvchaos.clusters.local.upgrade import Window, upgradable, upgrade
 from pvchaos.clusters.local.upgrade_plan import plan_upgrade
 from pvchaos.conformance import stability
 from pvchaos.kit import expect as x
@@ -120,11 +119,10 @@ def _windows_text(windows: list[Window], load_avg: tuple[float, float, float]) -
 
 
 @allure.story("in-place upgrade, in the version-skew policy's order, under storage load")
+@pytest.mark.needs("in-place-upgrade")
 def test_live_upgrade(ws: Workspace, request: pytest.FixtureRequest) -> None:
     start, to = upgrade_options.versions(request.config)
-    local = ws.cluster.faults
-    if not isinstance(local, LocalCluster):
-        pytest.skip(f"backend {ws.cluster.backend}: no in-place upgrade (local clusters only)")
+    local = upgradable(ws.cluster)  # the test needs("in-place-upgrade"): it skips elsewhere
     x.expect(local.cfg.k8s_version == start, f"the cluster starts at {start}, not {local.cfg.k8s_version}")
     plan = plan_upgrade(local.cfg, to, force_skew=request.config.getoption("upgrade_force_skew"))
     plan = request.config.hook.pytest_pvchaos_upgrade_plan(config=request.config, plan=plan) or plan

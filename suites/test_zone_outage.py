@@ -54,7 +54,8 @@ def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     settings = x.lifecycle(ws)
     bound = timings.zone_tainted(len(ws.nodes(zone)), settings)
     t0 = time.monotonic()
-    down = chaos_nodes.zone_outage(ws.cleanup, ws.cluster, ws.kube, zone)
+    outage = chaos_nodes.zone_outage(ws, zone)
+    down = outage.touched
     wait_for_state(ws.kube, "Node", lambda st: True if len(_tainted(st, down)) == len(down) else None,
                    f"every node of {zone} tainted {UNREACHABLE}:NoExecute", timeout=bound.seconds + 30)
     x.within(bound, measure.since("until the whole zone is tainted, seconds", t0))
@@ -66,8 +67,7 @@ def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
             other = ws.get("Pod", pod)
             x.expect(not terminating(other), f"{pod} in a healthy zone stays", other, ws=ws)
     t1 = time.monotonic()
-    for n in down:
-        chaos_nodes.restore_node(ws.cluster, n)
+    outage.restore()
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "True" for n in down)
                    else None, f"nodes of {zone} Ready again", timeout=60)
     measure.since("recovery seconds", t1)
@@ -87,7 +87,7 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
     placed = _pods_on_every_node(ws, tolerate=10)
     nodes = sorted(set(placed.values()))
     zones = ws.zones()
-    chaos_nodes.cluster_outage(ws.cleanup, ws.cluster, ws.kube)
+    chaos_nodes.cluster_outage(ws)
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "Unknown" for n in nodes)
                    else None, "every node Unknown", timeout=60)
     log = ws.cluster.directory / "logs" / "kube-controller-manager.log" if ws.cluster.directory else None
@@ -117,7 +117,7 @@ def test_partial_zone_disruption_stops_tainting(ws: Workspace) -> None:
     zone = ws.zones()[0]
     down = [NodeName(name(n)) for n in ws.nodes(zone)[:3]]
     placed = _pods_on_every_node(ws, tolerate=0)
-    chaos_nodes.fail_nodes(ws.cleanup, ws.cluster, down, f"3 of 4 nodes of {zone}")
+    chaos_nodes.fail_nodes(ws, down, f"3 of 4 nodes of {zone}")
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "Unknown" for n in down)
                    else None, f"{down} Unknown", timeout=60)
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pvchaos.kube.errors import ClusterError
 from pvchaos.tools.versions import minor_of
 
-__all__ = ["Capability", "CapabilityMissing", "ClusterBackend", "ClusterError", "ClusterHandle", "NodeFaults"]
+__all__ = ["Capability", "CapabilityMissing", "ClusterBackend", "ClusterError", "ClusterHandle", "ComponentLogs",
+           "ContainerFaults", "NodeFaults", "NodeStorageFaults"]
 
 
 class Capability(StrEnum):
@@ -40,6 +41,12 @@ class Capability(StrEnum):
     # the harness's own provisioners, which fail on pvchaos.dev/fail-* class parameters
     # (docs/writing-suites.md#making-provisioning-fail); never a profile's driver
     PROVISIONING_FAILURES = "provisioning-failures"
+    # the backend can upgrade the running cluster's components in place (local:
+    # clusters/local/upgrade.py; the handle's faults are the LocalCluster, see `upgradable`)
+    IN_PLACE_UPGRADE = "in-place-upgrade"
+    # nodes are containers: a node can crash (its machine stops) or be cut off the network
+    # (kind: chaos.nodes.crash_node, partition_node)
+    CONTAINER_FAULTS = "container-faults"
 
 
     @classmethod
@@ -81,6 +88,35 @@ class NodeFaults(Protocol):
     def start_component(self, component: str) -> None: ...
 
 
+@runtime_checkable
+class ContainerFaults(NodeFaults, Protocol):
+    """Faults of backends whose nodes are containers (the container-faults capability)."""
+
+    def crash_node(self, node: str) -> None: ...
+    def partition_node(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class NodeStorageFaults(Protocol):
+    """A node's storage side, where the node's filesystem and the CSI node plugin are real
+    (kind): where a PV's data lies on its node and a command to read it, an operator's
+    copy of a volume's directory, and the plugin stopped and started."""
+
+    def volume_dir(self, pv: dict[str, Any]) -> str | None: ...
+    def node_exec(self, node: str, command: str) -> str: ...
+
+    def copy_between_nodes(self, source: str, target: str, path: str) -> None: ...
+    def stop_node_plugin(self, node: str) -> None: ...
+    def start_node_plugin(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class ComponentLogs(Protocol):
+    """A backend that reads a control-plane component's log where it runs (kind)."""
+
+    def component_log(self, component: str) -> str: ...
+
+
 @dataclass
 class ClusterHandle:
     """A running cluster: where to reach it and what it can do."""
@@ -108,9 +144,8 @@ class ClusterHandle:
     def component_log(self, component: str) -> str | None:
         """A control-plane component's log, where the backend can read it (local: its
         file; kind: the static pod's log on the control plane); None elsewhere."""
-        reader = getattr(self.faults, "component_log", None)
-        if reader is not None:
-            return str(reader(component))
+        if isinstance(self.faults, ComponentLogs):
+            return self.faults.component_log(component)
         path = self.directory / "logs" / f"{component}.log" if self.directory else None
         return path.read_text(errors="replace") if path is not None and path.exists() else None
 
@@ -122,7 +157,9 @@ class ClusterHandle:
 
 
 class ClusterBackend(Protocol):
-    """One file per backend implements this: local, kind, existing."""
+    """The first sketch of a backend interface, which no backend implemented; backends are
+    now `pvchaos.clusters.provider.Provider`s, chosen in `pvchaos.clusters.providers`.
+    Kept because it is a public name (pvchaos.api lists this module)."""
 
     name: str
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pvchaos.clusters.local.processes import ProcessRecord, log_tail, spawn, stop
+from pvchaos.clusters.common.processes import ProcessRecord, log_tail, spawn, stop
 from pvchaos.kube.errors import ClusterError, PollTimeout
 from pvchaos.kube.naming import OWNED_LABEL
 from pvchaos.kube.poll import poll_until

@@ -10,6 +10,7 @@ probe is deleted at once). Disruptive suites need an explicit allow-list (see
 
 from __future__ import annotations
 
+import argparse
 import secrets
 import socket
 from collections.abc import Iterable
@@ -20,9 +21,10 @@ from urllib.parse import urlsplit
 import yaml
 
 from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
+from pvchaos.clusters.common.gates import MUTABLE_PV_GATE
+from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from pvchaos.clusters.csi import DRIVER_NAME
-from pvchaos.clusters.local.cluster import LOCAL_PROVISIONER, ZONAL_PROVISIONER
-from pvchaos.clusters.local.config import MUTABLE_PV_GATE
+from pvchaos.clusters.provider import Feature, Teardown
 from pvchaos.clusters.topology import OWNER_LABEL, ZONE_KEY
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
@@ -261,3 +263,37 @@ def sweep(kube: Kube, selector: str = f"{OWNER_LABEL}=true") -> list[str]:
     if errors:
         raise ExceptionGroup(f"sweep: {len(errors)} deletions failed", errors)
     return removed
+
+
+class ExistingProvider:
+    """The existing backend as a `Provider` (clusters/provider.py): a cluster the harness
+    did not create, reached through --kubeconfig; nothing to prepare, nothing to remove."""
+
+    name = "existing"
+    features: frozenset[Feature] = frozenset()
+
+    def problem(self, options: Any) -> str | None:
+        return None if options.kubeconfig else "--backend existing needs --kubeconfig"
+
+    def prepare(self, options: Any) -> Teardown | None:
+        return None
+
+    def connect(self, options: Any) -> tuple[ClusterHandle, Teardown | None]:
+        if not options.kubeconfig:
+            raise ClusterError("backend existing: --kubeconfig is required")
+        return ExistingBackend(options.kubeconfig, options.context, options.allow_disruptive,
+                               options.allow_contexts).up(), None
+
+    def cluster_up(self, args: argparse.Namespace) -> ClusterHandle:
+        raise ClusterError("backend existing: pvchaos does not start existing clusters")
+
+    def cluster_down(self, name: str | None) -> list[str]:
+        if name is not None:
+            raise ClusterError("backend existing: pvchaos does not remove clusters it did not create")
+        return []
+
+    def cluster_list(self) -> list[str]:
+        return []
+
+
+PROVIDER = ExistingProvider()

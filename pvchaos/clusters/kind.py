@@ -30,25 +30,30 @@ manifest out of the kubelet's manifest directory and back.
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import json
 import re
+import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
 from pvchaos.clusters import csi, kind_csi
 from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterError, ClusterHandle
-from pvchaos.clusters.local.config import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
-from pvchaos.clusters.local.processes import ProcessRecord, spawn, stop
-from pvchaos.clusters.local.registry import state_root
+from pvchaos.clusters.common.gates import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
+from pvchaos.clusters.common.processes import ProcessRecord, spawn, stop
+from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
+from pvchaos.clusters.common.state import state_root
+from pvchaos.clusters.provider import Feature, Teardown
 from pvchaos.clusters.topology import HOSTNAME_KEY, Topology
 from pvchaos.kube.client import connect
 from pvchaos.tools.build import REPO_ROOT, BuildError, ensure_binaries
@@ -74,8 +79,6 @@ DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpd
 # preflight asks a registry for kube-proxy and CoreDNS, which these clusters do not run
 # (every image they run is in the node image already).
 PREFLIGHT: dict[str, Any] = {"ignorePreflightErrors": ["SystemVerification", "ImagePull"]}
-ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"  # the test double's names
-LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
 PROVISIONER_KINDS = ("csi", "test-double")  # as the local backend's LocalClusterConfig.provisioner_kind
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 CLUSTER_LABEL = "io.x-k8s.kind.cluster"
@@ -374,6 +377,25 @@ class KindFaults:
         """Run a shell command on a node (e.g. read a file a pod wrote to a volume)."""
         return self._docker("exec", self.container(node), "sh", "-c", command)
 
+    def stop_node_plugin(self, node: str) -> None:
+        """Stop the CSI node plugin on one node and take its registration socket away, so
+        the kubelet's plugin watcher deregisters the driver (CSINode loses it)."""
+        registration = f"{kind_csi.REGISTRATION_DIR}/{csi.DRIVER_NAME}-reg.sock"
+        self._docker("exec", self.container(node), "sh", "-c",
+                     f"systemctl stop {kind_csi.UNIT} && rm -f {registration}")
+
+    def start_node_plugin(self, node: str) -> None:
+        """Start the node plugin again; it registers with the kubelet as at boot."""
+        self._docker("exec", self.container(node), "systemctl", "start", kind_csi.UNIT)
+
+    def copy_between_nodes(self, source: str, target: str, path: str) -> None:
+        """Copy a directory from one node to the same path on another, through the host
+        (`docker cp` out and in), as a storage system's migration would copy a volume."""
+        with tempfile.TemporaryDirectory(prefix="pvchaos-copy-") as tmp:
+            self._docker("cp", f"{self.container(source)}:{path}", f"{tmp}/data")
+            self._docker("exec", self.container(target), "mkdir", "-p", str(PurePosixPath(path).parent))
+            self._docker("cp", f"{tmp}/data", f"{self.container(target)}:{path}")
+
 
 # ---- backend --------------------------------------------------------------------------------
 
@@ -665,7 +687,7 @@ class KindBackend:
         caps = {Capability.STATIC_PV, Capability.NODE_FAILURE, Capability.NODE_LABELS,
                 Capability.COMPONENT_RESTART, Capability.OWNED, Capability.EPHEMERAL_STORAGE,
                 Capability.DYNAMIC_LOCAL, Capability.DYNAMIC_ZONAL, Capability.REAL_KUBELET,
-                Capability.PROVISIONING_FAILURES}
+                Capability.PROVISIONING_FAILURES, Capability.CONTAINER_FAULTS}
         if len(self.topology.zones) >= 2:
             caps.add(Capability.ZONES)
         if self.runs_csi:
@@ -690,6 +712,62 @@ class KindBackend:
                 "nodes": ", ".join(f"{k}={v}" for k, v in names.items()),
             },
         )
+
+
+class KindProvider:
+    """The kind backend as a `Provider` (clusters/provider.py): one harness-owned kind
+    cluster per run, started when the run first needs it."""
+
+    name = "kind"
+    features = frozenset({Feature.STARTS_CLUSTERS, Feature.SHAPED_CLUSTERS})
+
+    def problem(self, options: Any) -> str | None:
+        return None
+
+    def prepare(self, options: Any) -> Teardown | None:
+        """Engine, kind, node image and the CSI binaries before any worker starts (so a
+        missing piece is one error, not one per test); stops the engine after, if ours."""
+        backend = KindBackend.from_options(options)
+        backend.prepare()
+        engine = backend.engine
+        if engine is None:
+            return None
+
+        def stop() -> None:
+            stop_engine(engine)  # only an engine pvchaos started
+        return stop
+
+    def connect(self, options: Any) -> tuple[ClusterHandle, Teardown | None]:
+        backend = KindBackend.from_options(options, cluster=f"pvchaos-{secrets.token_hex(3)}")
+        handle = backend.up()
+        return handle, lambda: backend.down(handle)
+
+    def cluster_up(self, args: argparse.Namespace) -> ClusterHandle:
+        if (args.disable_controller or args.disable_scheduler_plugin or args.no_provisioner or args.kcm_flag
+                or args.provisioner != "csi"):
+            raise ClusterError("cluster up --backend kind: --disable-controller, --disable-scheduler-plugin, "
+                               "--kcm-flag, --no-provisioner and --provisioner are for the local backend")
+        try:
+            gates = {**default_gates(args.k8s_version), **parse_feature_gates(args.feature_gates)}
+            backend = KindBackend(cluster=args.name, topology=Topology.parse(args.zones, args.nodes_per_zone),
+                                  k8s_version=args.k8s_version, feature_gates=gates, detached=True)
+        except ValueError as exc:
+            raise ClusterError(str(exc)) from None
+        return backend.up()
+
+    def cluster_down(self, name: str | None) -> list[str]:
+        chosen = [k for k in kind_clusters() if name is None or k == name]
+        if name is not None and not chosen:
+            raise ClusterError(f"no kind cluster of pvchaos named {name!r}; see: pvchaos cluster list")
+        for cluster in chosen:
+            KindBackend(cluster=cluster).down()
+        return [f"removed kind cluster {c}" for c in chosen]
+
+    def cluster_list(self) -> list[str]:
+        return [f"{name}\tkind\t-\tdetached\t{kind_directory(name) / 'kubeconfig'}" for name in kind_clusters()]
+
+
+PROVIDER = KindProvider()
 
 
 def _log(msg: str) -> None:

@@ -11,19 +11,16 @@ import it. Each field's metadata says its flag and whether pytest sees it too
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from pvchaos.clusters import arguments
-from pvchaos.clusters.local.config import minor_of, parse_feature_gates
-from pvchaos.tools.build import REPO_ROOT, ensure_binaries
-from pvchaos.tools.gates import known_gates
-
-BACKENDS = ("local", "kind", "existing")
+from pvchaos.clusters import arguments, providers
+from pvchaos.clusters.common.gates import binary_gates as binary_gates  # re-exported
+from pvchaos.clusters.common.gates import check_feature_gates as check_feature_gates  # re-exported
+from pvchaos.tools.build import REPO_ROOT
 
 
 def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None,
@@ -38,9 +35,9 @@ def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None
 def backend_list(text: str) -> str:
     """`local`, or several backends comma-separated, each once."""
     names = [b.strip() for b in text.split(",")]
-    unknown = [b for b in names if b not in BACKENDS]
+    unknown = [b for b in names if b not in providers.names()]
     if not text or unknown or len(set(names)) != len(names):
-        raise arguments.Bad(f"{text!r}: give one or more of {', '.join(BACKENDS)}, comma-separated, each once")
+        raise arguments.Bad(f"{text!r}: give one or more of {', '.join(providers.names())}, comma-separated, each once")
     return text
 
 
@@ -211,27 +208,3 @@ def pytest_flags(options: Options) -> list[str]:
         elif value is not None and value != "":
             argv.append(f"{meta['flag']}={value}")
     return argv
-
-
-def binary_gates(k8s_version: str) -> frozenset[str]:
-    """The gates the version's own kube-apiserver knows (built on first use, then cached)."""
-    return known_gates(ensure_binaries(k8s_version, only=["kubernetes"]).kube_apiserver)
-
-
-def check_feature_gates(text: str, k8s_version: str,
-                        known: Callable[[str], frozenset[str]] | None = None) -> dict[str, bool]:
-    """`--feature-gates` for a local cluster of `k8s_version`: well-formed (NAME=true|false)
-    and each gate known to that version, else ValueError with one line. The one check
-    `pvchaos run`, `pvchaos cluster up` and the pytest plugin share."""
-    gates = parse_feature_gates(text)
-    if not gates:
-        return gates
-    minor_of(k8s_version)
-    names = (known or binary_gates)(k8s_version)
-    unknown = sorted(set(gates) - names)
-    if unknown:
-        hints = [m for u in unknown for m in difflib.get_close_matches(u, sorted(names), n=1)]
-        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
-        raise ValueError(f"--feature-gates: {', '.join(unknown)}: no such gate in Kubernetes {k8s_version}"
-                         f"{hint}; its kube-apiserver --help lists {len(names)}")
-    return gates

@@ -8,8 +8,11 @@ Isolation model (docs/isolation.md):
 - a disruptive test (node or zone faults, node label changes, component restarts) gets
   a fresh cluster of its own, destroyed right after it. Local clusters start in a few
   seconds, so this costs less than coordinating faults between tests.
-Backends that cannot start clusters (existing, kind) skip tests whose configuration
-they cannot provide, with the reason.
+Backends without the `cluster-per-request` feature (clusters/provider.py; today existing
+and kind) have one cluster per run, reached through their provider. A backend with the
+`shaped-clusters` feature (kind) also starts, one at a time, a cluster of the zones, nodes
+per zone and feature gates a test asks for; other configurations, and every one on
+backends that cannot start clusters (existing), skip with the reason.
 """
 
 from __future__ import annotations
@@ -19,18 +22,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pvchaos.clusters import providers
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
 from pvchaos.clusters.csi import CsiOptions
-from pvchaos.clusters.existing import ExistingBackend
-from pvchaos.clusters.kind import KindBackend
 from pvchaos.clusters.local.cluster import LocalCluster, local_capabilities, missing_details
 from pvchaos.clusters.local.config import LocalClusterConfig, gates_for_version, minor_of, parse_feature_gates, sized
 from pvchaos.clusters.options import Options
+from pvchaos.clusters.provider import Feature, Teardown
 from pvchaos.clusters.topology import Topology
 from pvchaos.kube import naming
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
-Teardown = Callable[[], None]  # downs a cluster this pool started
 Configure = Callable[[LocalClusterConfig], LocalClusterConfig]  # last word on a local cluster's configuration
 Started = Callable[[LocalCluster, ClusterHandle], None]  # told of every local cluster once it is up
 
@@ -95,6 +97,12 @@ class ClusterPool:
     _shared: dict[ClusterRequest, tuple[LocalCluster, ClusterHandle]] = field(default_factory=dict)
     _external: ClusterHandle | None = None
     _external_down: Teardown | None = None  # set when the harness created the cluster (kind)
+    _shaped: tuple[ClusterRequest, ClusterHandle, Teardown | None] | None = None  # kind: the cluster of a shape
+
+    @property
+    def per_request(self) -> bool:
+        """The backend starts a cluster per request (the local backend, through this pool)."""
+        return providers.has(self.options.backend, Feature.CLUSTER_PER_REQUEST)
 
     # -- local ----------------------------------------------------------------------------
     def _local_config(self, request: ClusterRequest) -> LocalClusterConfig:
@@ -139,7 +147,7 @@ class ClusterPool:
     def capabilities(self, request: ClusterRequest) -> frozenset[str]:
         """What the cluster for this request can do, without starting a new one: a local
         configuration's are known in advance; an external cluster is reached once, shared."""
-        if self.options.backend == "local":
+        if self.per_request:
             if request in self._shared:
                 return self._shared[request][1].capabilities
             return local_capabilities(self._local_config(request))
@@ -147,13 +155,13 @@ class ClusterPool:
 
     def missing_details(self, request: ClusterRequest) -> dict[str, str]:
         """Capability -> why this request's cluster lacks it, where the backend can say."""
-        if self.options.backend == "local":
+        if self.per_request:
             return missing_details(self._local_config(request))
         return {}
 
     def shared(self, request: ClusterRequest) -> ClusterHandle:
         """The worker's cluster for this configuration, started on first use."""
-        if self.options.backend != "local":
+        if not self.per_request:
             return self._external_for(request)
         if request not in self._shared:
             self._shared[request] = self._start(request)
@@ -161,7 +169,7 @@ class ClusterPool:
 
     def fresh(self, request: ClusterRequest) -> tuple[ClusterHandle, Teardown | None]:
         """A cluster for one disruptive test and how to down it (None: not ours to down)."""
-        if self.options.backend != "local":
+        if not self.per_request:
             return self._external_for(request), None
         local, handle = self._start(request)
         return handle, local.down
@@ -169,10 +177,33 @@ class ClusterPool:
     # -- external ---------------------------------------------------------------------------
     def _external_for(self, request: ClusterRequest) -> ClusterHandle:
         if not request.is_default:
-            raise CannotProvide(f"backend {self.options.backend}: cannot start a cluster with {request.describe()}")
+            return self._shaped_for(request)
         if self._external is None:
             self._external, self._external_down = _connect_external(self.options)
         return self._external
+
+    def _shaped_for(self, request: ClusterRequest) -> ClusterHandle:
+        """A cluster of the shape and gates this request asks for, from a backend that
+        starts one per shape (kind: `shaped-clusters`); one at a time, beside the run's own."""
+        options = shaped_options(self.options, request)
+        if self._shaped is not None and self._shaped[0] == request:
+            return self._shaped[1]
+        self._down_shaped()
+        handle, down = _connect_external(options)
+        self._shaped = (request, handle, down)
+        return handle
+
+    def _down_shaped(self) -> None:
+        if self._shaped is None:
+            return
+        _, handle, down = self._shaped
+        self._shaped = None
+        if down is None:
+            return
+        if self.options.keep_cluster:
+            print(f"[pvchaos] kept cluster {handle.name}: export KUBECONFIG={handle.kubeconfig}")
+            return
+        down()
 
     def close(self) -> None:
         """Down every cluster this worker started (unless --keep-cluster)."""
@@ -186,6 +217,10 @@ class ClusterPool:
                 local.down()
             except Exception as exc:  # noqa: BLE001 - gathered below
                 errors.append(exc)
+        try:
+            self._down_shaped()
+        except Exception as exc:  # noqa: BLE001 - gathered below
+            errors.append(exc)
         if self._external_down is not None and not self.options.keep_cluster:
             down, self._external_down = self._external_down, None
             try:
@@ -200,16 +235,31 @@ class CannotProvide(Exception):
     """The backend cannot give this test the cluster it needs: a skip, not a failure."""
 
 
+SHAPE_FIELDS = ("zones", "nodes_per_zone", "feature_gates")  # what `shaped-clusters` backends start
+
+
+def shaped_options(options: Options, request: ClusterRequest) -> Options:
+    """The run's options for a cluster of the request's zones, nodes per zone and gates
+    (the same cluster request a local cluster takes), or CannotProvide with the reason:
+    the backend does not start clusters per shape, or the request asks for more."""
+    if not providers.has(options.backend, Feature.SHAPED_CLUSTERS):
+        raise CannotProvide(f"backend {options.backend}: cannot start a cluster with {request.describe()}")
+    rest = replace(request, **{f: getattr(ClusterRequest(), f) for f in SHAPE_FIELDS})
+    if not rest.is_default:
+        raise CannotProvide(f"backend {options.backend}: cannot start a cluster with {rest.describe()} "
+                            f"(it starts clusters of other zones, nodes and feature gates only)")
+    gates = {**parse_feature_gates(options.feature_gates), **dict(request.feature_gates)}
+    return replace(options,
+                   zones=",".join(request.zones) if request.zones is not None else options.zones,
+                   nodes_per_zone=request.nodes_per_zone or options.nodes_per_zone,
+                   feature_gates=",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items())))
+
+
 def _connect_external(options: Options) -> tuple[ClusterHandle, Teardown | None]:
     """The handle, and how to delete the cluster when the harness created it (kind)."""
-    if options.backend == "existing":
-        if not options.kubeconfig:
-            raise ClusterError("backend existing: --kubeconfig is required")
-        return ExistingBackend(options.kubeconfig, options.context, options.allow_disruptive,
-                               options.allow_contexts).up(), None
-    if options.backend == "kind":
-        backend = KindBackend.from_options(options, cluster=f"pvchaos-{secrets.token_hex(3)}")
-        handle = backend.up()
-        return handle, lambda: backend.down(handle)
-    raise ClusterError(f"unknown backend {options.backend!r}; use local, kind or existing")
+    try:
+        backend = providers.provider(options.backend)
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
+    return backend.connect(options)
 

@@ -50,7 +50,8 @@ def static_pod_command_lines(kube: Kube) -> dict[str, list[str]]:
 
 def command_lines(handle: ClusterHandle, kube: Kube) -> dict[str, list[str]]:
     """The running control plane's command lines, however this backend can read them."""
-    if handle.backend == "local" and handle.directory is not None and (handle.directory / "state.json").exists():
+    # A cluster of host processes keeps their record in its directory (local: state.json).
+    if handle.directory is not None and (handle.directory / "state.json").exists():
         return local_command_lines(handle.directory)
     try:
         return static_pod_command_lines(kube)

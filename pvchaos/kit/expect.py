@@ -329,9 +329,27 @@ def dynamic_statefulset(ws: Workspace, name: str, replicas: int = 1, request: st
     return sc
 
 
+@allure.step("a pod ran on a node-local volume of claim {claim} and was deleted")
+def node_local_volume_released(ws: Workspace, claim: str = "data") -> tuple[str, str, Obj | None]:
+    """A claim of the driver's node-local class, used by a pod that ran and was deleted,
+    its volume detached again (no VolumeAttachment left): the start of a volume's move.
+    Returns (the PV, the node the volume is on, another worker node or None)."""
+    ws.create(b.persistent_volume_claim(claim, "1Gi", ws.local_class()))
+    ws.create(b.pod("first", (claim,)))
+    home = str(o.node_name(pod_runs(ws, "first", timeout=120)))
+    pv = str(claim_bound(ws, claim)["spec"]["volumeName"])
+    ws.delete("Pod", "first")
+    wait_for_state(ws.kube, "VolumeAttachment",
+                   lambda st: None if any(va["spec"].get("source", {}).get("persistentVolumeName") == pv
+                                          for va in st.values()) else True,
+                   f"no VolumeAttachment of {pv} (detached after the pod's deletion)", timeout=120)
+    return pv, home, next((n for n in ws.nodes() if o.name(n) != home), None)
+
+
 __all__ = ["ExpectationFailed", "WaitTimeout", "all_reach", "bound_pair", "bound_volume", "claim_annotation",
            "claim_bound", "claim_stays_pending", "dynamic_statefulset", "event", "expect", "label",
-           "local_class_with_pv_per_node", "node_of", "phase_now", "pod_evicted", "pod_replaced", "pod_runs",
+           "local_class_with_pv_per_node", "node_local_volume_released", "node_of", "phase_now", "pod_evicted",
+           "pod_replaced", "pod_runs",
            "pod_scheduled", "pod_unschedulable", "runs_where_its_volume_is", "statefulset_ready", "volume_phase"]
 
 

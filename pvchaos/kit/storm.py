@@ -389,7 +389,7 @@ def _outage(ws: Workspace, kube: Kube, zone: str, result: StormResult) -> tuple[
     """Stop every node of `zone`, wait until they are tainted so the scheduler avoids
     them, and return them with what was still undecided at that moment."""
     t = time.monotonic()
-    down = [str(n) for n in chaos_nodes.zone_outage(ws.cleanup, ws.cluster, kube, zone)]
+    down = list(chaos_nodes.zone_outage(ws, zone).touched)
 
     def tainted(state: State) -> bool | None:
         return True if all(o.has_taint(state.get(n), o.UNREACHABLE) or o.has_taint(state.get(n), o.NOT_READY)
@@ -406,11 +406,11 @@ def _outage(ws: Workspace, kube: Kube, zone: str, result: StormResult) -> tuple[
 def with_scheduler_down(ws: Workspace, result: StormResult, during: Callable[[], None]) -> None:
     """Stop the scheduler, run `during` (the storm's second half), start it again."""
     t = time.monotonic()
-    chaos_components.stop_component(ws.cleanup, ws.cluster, SCHEDULER)
+    stopped = chaos_components.stop_component(ws, SCHEDULER)
     try:
         during()
     finally:
-        chaos_components.start_component(ws.cluster, SCHEDULER)
+        stopped.restore()
     result.chaos["scheduler restart"] = f"down {time.monotonic() - t:.1f}s while the second half was created"
 
 

@@ -15,12 +15,13 @@ import pluggy
 import pytest
 
 from pvchaos import moved
+from pvchaos.clusters import providers
 from pvchaos.clusters.backend import Capability
-from pvchaos.clusters.options import Options, add_options, check_feature_gates, check_options, from_values
-from pvchaos.clusters.topology import Topology
+from pvchaos.clusters.options import add_options, check_feature_gates, check_options, from_values
+from pvchaos.clusters.provider import Feature
 from pvchaos.conformance import invariants
 from pvchaos.kit.canaries import CANARIES
-from pvchaos.kit.storm_plan import cluster_marker_options, memory_refusal, suite_shape
+from pvchaos.kit.storm_plan import cluster_marker_options
 from pvchaos.kube import snapshot
 from pvchaos.kube.errors import CanaryFailed, InvariantViolation
 from pvchaos.plugin import csi_calls, evidence, hookspecs, interrupts, long_tests, sharding, summary, upgrade_options
@@ -39,12 +40,13 @@ from pvchaos.plugin.fixtures import (
     needed_capabilities,
     ws,
 )
-from pvchaos.runner import available_memory_mib
+from pvchaos.run_config import available_memory_mib, resolve, scale_problem
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 moved.install()  # suites written against the old top-level names still import, with a warning
 
-__all__ = ["canary_results", "cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl", "ws"]  # the fixtures
+__all__ = ["canary_results", "cluster", "cluster_pool", "driver", "driver_profile", "kube", "kubectl",  # the fixtures
+           "scale_problem", "ws"]
 
 MARKERS = (
     "disruptive: injects faults (nodes, zones, labels, component restarts); runs on a cluster of its own",
@@ -91,27 +93,18 @@ def _check_options(config: pytest.Config) -> None:
     opts = from_values(config.getoption, pytest_side=True)
     try:
         check_options(opts)
+        resolve(opts, read_profile=False)  # topology, gates, version, scale shape: parsed once, here
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     if opts.scale:
         problem = scale_problem(opts, available_memory_mib())
         if problem:
             raise pytest.UsageError(problem)
-    if opts.backend == "local" and opts.feature_gates:
+    if providers.has(opts.backend, Feature.HOST_PROCESSES) and opts.feature_gates:
         try:
             check_feature_gates(opts.feature_gates, opts.k8s_version or DEFAULT_K8S_VERSION)
         except (ValueError, RuntimeError) as exc:
             raise pytest.UsageError(str(exc)) from None
-
-
-def scale_problem(opts: Options, available_mib: float) -> str | None:
-    """Why the scale suite cannot run with these options (one line), or None: a bad
-    --scale-size, zero nodes, more zones than nodes, or more memory than the machine has."""
-    try:
-        shape = suite_shape(opts.scale_size, Topology.parse(opts.zones).zones)
-    except ValueError as exc:
-        return f"--scale-size {opts.scale_size}: {exc}"
-    return memory_refusal(shape, available_mib) if opts.backend == "local" else None
 
 
 def _select_scale(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -123,8 +116,9 @@ def _select_scale(config: pytest.Config, items: list[pytest.Item]) -> None:
             config.hook.pytest_deselected(items=scale)
             items[:] = [i for i in items if i.get_closest_marker("scale") is None]
         return
-    if scale_problem(opts, float("inf")) is None:  # else the test reports it
-        marker = pytest.mark.cluster(**cluster_marker_options(suite_shape(opts.scale_size, Topology.parse(opts.zones).zones)))
+    shape = resolve(opts, read_profile=False).scale_shape if scale_problem(opts, float("inf")) is None else None
+    if shape is not None:  # else the test reports the problem
+        marker = pytest.mark.cluster(**cluster_marker_options(shape))
         for item in scale:
             item.add_marker(marker)
 

@@ -20,6 +20,7 @@ import pytest
 
 from pvchaos.certification import MISSING_LABEL, SOURCE_LABEL
 from pvchaos.chaos import leaks
+from pvchaos.clusters import providers
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterError, ClusterHandle
 from pvchaos.clusters.existing import disruption_refusal
 from pvchaos.clusters.local.cluster import LocalCluster
@@ -27,6 +28,7 @@ from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.local.registry import sweep_orphans
 from pvchaos.clusters.options import Options, from_values
 from pvchaos.clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Teardown
+from pvchaos.clusters.provider import Feature
 from pvchaos.drivers.driver import Driver, driver_for, missing_for
 from pvchaos.drivers.profile import DriverProfile, load_profile
 from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
@@ -88,7 +90,7 @@ def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
         hook.pytest_pvchaos_cluster_started(config=pytestconfig, local=local, handle=handle)
 
     pool = ClusterPool(run_options(pytestconfig), configure=configure, started=started)
-    if pool.options.backend == "local":
+    if providers.has(pool.options.backend, Feature.HOST_PROCESSES):
         removed = sweep_orphans()  # clusters of runs that were killed without teardown
         if removed:
             _tell_terminal(pytestconfig, f"[pvchaos] removed orphaned cluster(s) of a killed run: "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from pvchaos.clusters.local.processes import ProcessRecord, is_ours, spawn, stop
+from pvchaos.clusters.common.processes import ProcessRecord, is_ours, spawn, stop
 
 
 def test_two_hundred_fresh_processes_are_each_recognised_at_once(tmp_path) -> None:
@@ -32,8 +32,8 @@ def test_a_start_is_aborted_only_by_a_child_that_really_exited(tmp_path, monkeyp
     child whose command line momentarily reads wrong never aborts a start."""
     import os
 
+    from pvchaos.clusters.common import processes
     from pvchaos.clusters.local import cluster as local
-    from pvchaos.clusters.local import processes
     from pvchaos.clusters.local.config import LocalClusterConfig
     from pvchaos.clusters.local.registry import ClusterState
 

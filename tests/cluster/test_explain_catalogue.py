@@ -254,7 +254,7 @@ def test_node_selector_that_matches_nothing(ws: Workspace, monkeypatch: pytest.M
 def test_local_volume_on_a_tainted_node(ws: Workspace) -> None:
     """The only node that holds the volume does not take pods (a NoSchedule taint)."""
     node = ws.node()
-    add_taint(ws.cleanup, ws.kube, o.name(node), {"key": "pvchaos.dev/broken", "effect": "NoSchedule"})
+    add_taint(ws, o.name(node), {"key": "pvchaos.dev/broken", "effect": "NoSchedule"})
     x.bound_pair(ws, b.hostname_affinity(o.hostname(node)))
     ws.create(b.pod("app", ("data",)))
     e = explained(ws, "app", "UNTOLERATED_TAINT")
@@ -372,7 +372,7 @@ def test_taint_with_a_toleration_of_the_wrong_effect(ws: Workspace, kubectl: Pat
     toleration (the taint's effect) and the suggested removal are both offered; the
     toleration patch, run as given, lets the pod schedule."""
     node = ws.node()
-    add_taint(ws.cleanup, ws.kube, o.name(node), {"key": "pvchaos.dev/dedicated", "value": "db", "effect": "NoSchedule"})
+    add_taint(ws, o.name(node), {"key": "pvchaos.dev/dedicated", "value": "db", "effect": "NoSchedule"})
     x.bound_pair(ws, b.hostname_affinity(o.hostname(node)))
     wrong = [{"key": "pvchaos.dev/dedicated", "operator": "Equal", "value": "db", "effect": "NoExecute"}]
     ws.create(b.pod("app", ("data",), tolerations=wrong))
@@ -393,7 +393,7 @@ def test_pv_naming_a_relabelled_node_by_name(ws: Workspace) -> None:
     """The node's kubernetes.io/hostname label no longer equals its name (as on clouds
     where the two differ): a PV naming the node reports the label, not "node gone"."""
     node = ws.node()
-    set_node_labels(ws.cleanup, ws.kube, o.name(node), {o.HOSTNAME_KEY: f"{o.name(node)}-host"})
+    set_node_labels(ws, o.name(node), {o.HOSTNAME_KEY: f"{o.name(node)}-host"})
     x.bound_pair(ws, b.hostname_affinity(o.name(node)))
     ws.create(b.pod("app", ("data",)))
     e = explained(ws, "app", "NODE_AFFINITY_CONFLICT")

@@ -56,6 +56,7 @@ _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisf
                  "rox-claim-binds-multi-mode-pv", "rox-pv-refuses-rwo-claim", "block-pv-refuses-filesystem-claim",
                  "block-claim-binds-block-pv", "class-mismatch-stays-pending", "selector-picks-labelled-pv",
                  "selector-excludes-every-pv")
+_KIND_ONLY = "runs on the kind backend only (real kubelets mount, stage and register); this matrix breaks local clusters"
 _MISMATCH_CASES = ("too-small", "class", "volume-mode", "access-mode")
 _PV_BINDER_WHY = "the PV controller decides static binding and reports mismatches; without it nothing binds or is reported"
 _GATE_WHY = "the update needs the gate in the API server; without it the API rejects the mutation"
@@ -113,6 +114,10 @@ TABLE: dict[str, Entry] = {
     f"{PM}::test_retain_workflow_after_mutation": _e("apiserver-gate-off", _GATE_WHY),
     f"{RK}::test_local_volume_data_survives_node_crash_and_return": _none(
         "runs on the kind backend only (real kubelets); tests/kind runs it there, and this matrix breaks local clusters"),
+    f"{RK}::test_moved_volume_brings_the_pod_back_with_the_same_bytes": _none(_KIND_ONLY),
+    f"{RK}::test_moved_volume_without_the_gate_leaves_the_pod_pending": _none(_KIND_ONLY),
+    f"{RK}::test_move_without_the_copy_fails_the_mount_and_is_explained": _none(_KIND_ONLY),
+    f"{RK}::test_node_plugin_gone_leaves_the_pod_in_container_creating": _none(_KIND_ONLY),
     f"{RC}::test_delete_policy_removes_volume": _e("provisioner", "the provisioner deletes a released dynamic volume"),
     f"{RC}::test_retain_policy_released_until_claim_ref_cleared": _e(
         "pv-binder", "the PV controller moves a PV to Released and back to Available"),
@@ -152,6 +157,10 @@ TABLE: dict[str, Entry] = {
         "attach-detach", "the attach/detach controller creates the VolumeAttachment the attacher attaches"),
     f"{AD}::test_lost_node_keeps_the_volume_until_the_out_of_service_taint": _none(
         "runs on the kind backend only (a real kubelet reports the volume in use); this matrix breaks local clusters"),
+    f"{AD}::test_returning_node_clears_the_stale_volume_attachment": _none(
+        "runs on the kind backend only (a real kubelet reports the volume in use); this matrix breaks local clusters"),
+    f"{AD}::test_attach_the_driver_refuses_is_explained": _e(
+        "attach-detach", "the attach/detach controller makes the attach the driver refuses and reports FailedAttachVolume"),
     f"{VP}::test_read_write_once_pod_claim_admits_one_pod": _e(
         "volumerestrictions", "VolumeRestrictions is what keeps a second pod off a ReadWriteOncePod claim in use"),
     f"{VP}::test_higher_priority_pod_preempts_the_read_write_once_pod_holder": _e(

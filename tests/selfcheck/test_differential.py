@@ -168,7 +168,7 @@ def _relabel(ws: Workspace, rng: Random, nodes: list[Obj], round_value: str) -> 
     """Random vocabulary labels (and the round marker) on every node, each restored at
     cleanup (registered before the patch), then the nodes as they now are."""
     for node in nodes:
-        set_node_labels(ws.cleanup, ws.kube, node["metadata"]["name"],
+        set_node_labels(ws, node["metadata"]["name"],
                         {**random_node_labels(rng), ROUND_KEY: round_value})
     return {n["metadata"]["name"]: n for n in sorted(kinds.list_objects(ws.kube, "Node")[0], key=lambda n: n["metadata"]["name"])}
 

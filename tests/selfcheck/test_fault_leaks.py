@@ -28,7 +28,7 @@ def test_forgets_to_restore_a_label(ws):
 
 @pytest.mark.disruptive
 def test_restores_properly(ws):
-    labels.set_node_labels(ws.cleanup, ws.kube, "zone-c-1", {"storage": "gold"})
+    labels.set_node_labels(ws, "zone-c-1", {"storage": "gold"})
 '''
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pvchaos.clusters import csi
-from pvchaos.clusters.local.processes import is_ours
+from pvchaos.clusters.common.processes import is_ours
 from pvchaos.kube import builders as b
 from pvchaos.kube.errors import ClusterError
 

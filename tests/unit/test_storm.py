@@ -14,7 +14,7 @@ from pvchaos.clusters.options import Options
 from pvchaos.conformance import storm as judge
 from pvchaos.conformance.invariants import Snapshot
 from pvchaos.kit import storm_plan as plan
-from pvchaos.plugin import scale_problem
+from pvchaos.run_config import scale_problem
 
 ZONE = "topology.kubernetes.io/zone"
 

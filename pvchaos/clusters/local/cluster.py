@@ -43,10 +43,7 @@ from cryptography.x509.oid import NameOID
 
 from pvchaos.clusters import csi
 from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
-from pvchaos.clusters.local import config as flags
-from pvchaos.clusters.local.config import CONTROLLER_LABEL, STOPPED, LocalClusterConfig
-from pvchaos.clusters.local.loopback_http import get as get_url
-from pvchaos.clusters.local.processes import (
+from pvchaos.clusters.common.processes import (
     ProcessRecord,
     is_ours,
     kill_all,
@@ -55,6 +52,10 @@ from pvchaos.clusters.local.processes import (
     spawn,
     stop,
 )
+from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
+from pvchaos.clusters.local import config as flags
+from pvchaos.clusters.local.config import CONTROLLER_LABEL, STOPPED, LocalClusterConfig
+from pvchaos.clusters.local.loopback_http import get as get_url
 from pvchaos.clusters.local.readiness import nodes_problem
 from pvchaos.clusters.local.registry import (
     ClusterState,
@@ -72,8 +73,6 @@ from pvchaos.tools.build import Binaries, BuildError, cache_root, ensure_binarie
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
-ZONAL_PROVISIONER = "zonal.csi.pvchaos.dev"
-LOCAL_PROVISIONER = "local.csi.pvchaos.dev"
 START_TIMEOUT = 90.0
 
 
@@ -554,7 +553,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     test that needs more skips without starting one)."""
     caps = {Capability.ZONES, Capability.STATIC_PV, Capability.BLOCK, Capability.RWX,
             Capability.NODE_FAILURE, Capability.NODE_LABELS, Capability.COMPONENT_RESTART,
-            Capability.OWNED, Capability.EPHEMERAL_STORAGE}
+            Capability.OWNED, Capability.EPHEMERAL_STORAGE, Capability.IN_PLACE_UPGRADE}
     if len(cfg.topology.zones) < 2:
         caps.discard(Capability.ZONES)
     if cfg.provisioner:

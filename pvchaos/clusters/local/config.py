@@ -11,13 +11,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypedDict
 
+# minor_of, parse_feature_gates, gates_for_version and the gate names live in clusters/common/gates.py;
+# the local backend re-exports them under their old names here.
+from pvchaos.clusters.common.gates import GATE_FIRST_MINOR, MUTABLE_PV_GATE, minor_of
+from pvchaos.clusters.common.gates import gates_for_version as gates_for_version
+from pvchaos.clusters.common.gates import parse_feature_gates as parse_feature_gates
 from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.topology import NodeSpec, Topology
-from pvchaos.tools import versions
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
-MUTABLE_PV_GATE = "MutablePVNodeAffinity"
-GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
 RESCHEDULE_MODES = ("guarded", "library", "off")
 PROVISIONER_KINDS = ("csi", "test-double")
 
@@ -38,24 +40,6 @@ UPSTREAM_TIMINGS: Timings = {"node_lease_seconds": 40, "node_monitor_grace_secon
 BUSY_RENEWALS = 100  # Lease renewals a second past which a cluster takes upstream's timings
 KCM_CLIENT = (500, 1000)  # the controller-manager's client qps and burst unless a config sets them
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
-
-
-def minor_of(version: str) -> int:
-    minor = versions.minor_of(version, release_only=True)
-    if minor is None:
-        raise ValueError(f"not a Kubernetes release version: {version!r} (want v1.MINOR.PATCH)")
-    return minor
-
-
-def parse_feature_gates(text: str) -> dict[str, bool]:
-    """`A=true,B=false` -> {"A": True, "B": False}; rejects anything else in one line."""
-    gates: dict[str, bool] = {}
-    for item in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or value.lower() not in {"true", "false"} or not key:
-            raise ValueError(f"--feature-gates: {item!r} is not NAME=true|false")
-        gates[key] = value.lower() == "true"
-    return gates
 
 
 @dataclass(frozen=True)
@@ -167,14 +151,6 @@ def timings_for(node_count: int) -> Timings:
 def sized(cfg: LocalClusterConfig) -> LocalClusterConfig:
     """`cfg` with the timings its node count calls for (timings_for)."""
     return replace(cfg, **timings_for(cfg.topology.node_count))
-
-
-def gates_for_version(gates: dict[str, bool], minor: int) -> dict[str, bool]:
-    """Gates asked for a 1.`minor` cluster, without those asked off that the version does
-    not have yet: there the behaviour already is the gate-off one (PV nodeAffinity is
-    immutable in 1.34), and the components would refuse the unknown name. A gate asked
-    on stays, so the configuration refuses it in one line."""
-    return {g: on for g, on in gates.items() if on or minor >= GATE_FIRST_MINOR.get(g, 0)}
 
 
 def gates_flag(gates: dict[str, bool]) -> list[str]:

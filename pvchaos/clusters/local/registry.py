@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -18,15 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pvchaos.clusters.local.processes import ProcessRecord, is_ours, process_start_time, stop
-from pvchaos.tools.build import cache_root
-
-
-def state_root() -> Path:
-    """$PVCHAOS_STATE_DIR, else `<cache>/clusters`."""
-    root = Path(os.environ.get("PVCHAOS_STATE_DIR", cache_root() / "clusters")).resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+from pvchaos.clusters.common.processes import ProcessRecord, is_ours, process_start_time, stop
+from pvchaos.clusters.common.state import state_root as state_root  # re-exported
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.backend import Capability, ClusterError, ClusterHandle
 from pvchaos.clusters.local.cluster import COMPONENT_PORT, LocalCluster, admin_token
 from pvchaos.clusters.local.loopback_http import get as get_url
 from pvchaos.clusters.local.upgrade_plan import (
@@ -34,6 +34,15 @@ from pvchaos.tools.build import Binaries
 from pvchaos.tools.gates import known_gates
 
 HEALTH_PATH = {"kube-apiserver": "/readyz", "kube-controller-manager": "/healthz", "kube-scheduler": "/healthz"}
+
+
+def upgradable(handle: ClusterHandle) -> LocalCluster:
+    """The cluster behind a handle with the in-place-upgrade capability, to upgrade; a
+    suite asks for the capability (`needs("in-place-upgrade")`), never for the class."""
+    local = handle.faults
+    if not handle.has(Capability.IN_PLACE_UPGRADE) or not isinstance(local, LocalCluster):
+        raise ClusterError(f"backend {handle.backend}: no in-place-upgrade")
+    return local
 
 
 @dataclass(frozen=True)

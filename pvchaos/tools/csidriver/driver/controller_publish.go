@@ -41,6 +41,17 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 		}
 		r.Hostname, r.MaxVolumes = known.Hostname, known.MaxVolumes
 	}
+	moves, err := VolumeMoves(c.cfg.ControlDir)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s node %s: %v", id, node, err)
+	}
+	if from := v.Node; ApplyMove(v, moves) {
+		if err := c.save(); err != nil {
+			v.Node = from
+			return nil, status.Errorf(codes.Internal, "volume %s node %s: %v", id, node, err)
+		}
+		c.log.Eventf("volume %s moved by the operator from node %s to node %s (%s)", id, from, v.Node, MovesFile)
+	}
 	already, err := CheckPublish(v, c.st.AttachedTo(node), r)
 	if err != nil {
 		return nil, err

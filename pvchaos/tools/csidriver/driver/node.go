@@ -73,10 +73,17 @@ func (n *Node) backingDir(id string, vctx map[string]string) string {
 // gives the pod a "device" path without loop devices.
 func blockFile(dir string) string { return filepath.Join(dir, "block") }
 
-// checkLocal refuses a node-local volume of another node: its data is not here.
+// checkLocal refuses a node-local volume of another node: its data is not here, unless
+// the operator moved it here (its directory exists on this node: move.go).
 func (n *Node) checkLocal(id string, vctx map[string]string) error {
 	if vctx[CtxTopology] == ModeNode && vctx[CtxNode] != "" && n.cfg.Hostname != "" && vctx[CtxNode] != n.cfg.Hostname {
-		return status.Errorf(codes.FailedPrecondition, "volume %s is local to node %s, this is node %s", id, vctx[CtxNode], n.cfg.Hostname)
+		if n.cfg.DataRoot != "" {
+			if st, err := os.Stat(n.backingDir(id, vctx)); err == nil && st.IsDir() {
+				return nil
+			}
+		}
+		return status.Errorf(codes.FailedPrecondition, "volume %s is local to node %s, this is node %s (and no copy was moved here)",
+			id, vctx[CtxNode], n.cfg.Hostname)
 	}
 	return nil
 }

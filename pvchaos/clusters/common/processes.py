@@ -1,4 +1,5 @@
-"""Start and stop the local cluster's processes, never touching anyone else's.
+"""Start and stop the harness's host processes (local control planes; the host-side CSI stack of
+local and kind clusters), never touching anyone else's.
 
 Each process runs in its own session (so a terminal's Ctrl-C reaches only the harness,
 which then tears down in order) and can be tied to its owner's life with

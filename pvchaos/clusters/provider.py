@@ -1,0 +1,81 @@
+"""One interface per backend (STYLE 13, kind's `providers/provider.go`).
+
+Every backend (local, kind, existing) is a `Provider`: its name, the features it declares,
+what input it refuses, what it prepares before a run, and how to reach the cluster of a run.
+The registry (`pvchaos/clusters/providers.py`) maps names to providers and is the one place
+a backend is chosen by its name; everything else asks the provider for a `Feature`.
+
+Features are what the harness does differently per backend (how many clusters, what is
+built before the run); what a *cluster* can do for a test stays a `Capability` on its
+handle (clusters/backend.py), which suites ask for with `needs(...)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+
+from pvchaos.clusters.backend import ClusterHandle
+
+if TYPE_CHECKING:  # a type only: options.py reads the registry for the backend names
+    from pvchaos.clusters.options import Options
+
+__all__ = ["Feature", "Provider", "Teardown"]
+
+Teardown = Callable[[], None]  # downs a cluster the harness started
+
+
+class Feature(StrEnum):
+    """What a backend does, declared by its provider."""
+
+    # The pool starts a cluster of its own for each cluster request (a gate off, a shape,
+    # a disruptive test): tests never need to skip for the cluster they ask for, and
+    # several workers each run their own clusters.
+    CLUSTER_PER_REQUEST = "cluster-per-request"
+    # Clusters are processes of this machine, built here per version: binaries are built
+    # and gates checked against them before the run, orphans of killed runs swept, the
+    # workers bounded by memory, the default version applies, several versions per run.
+    HOST_PROCESSES = "host-processes"
+    # The backend starts a cluster of the zones, nodes per zone and feature gates a cluster
+    # request asks for (the pool asks it for one beside the run's own; kind), where a
+    # backend with one cluster per run would skip the test.
+    SHAPED_CLUSTERS = "shaped-clusters"
+    # `pvchaos cluster up/down` start and remove clusters of this backend that outlive the command.
+    STARTS_CLUSTERS = "starts-clusters"
+
+
+class Provider(Protocol):
+    """A backend. A new one is a package with an object of this shape, plus one line in
+    `pvchaos/clusters/providers.py` (docs/architecture.md, "Adding a backend")."""
+
+    name: str
+    features: frozenset[Feature]
+
+    def problem(self, options: Options) -> str | None:
+        """Why this backend cannot run with these options (one line), or None."""
+        ...
+
+    def prepare(self, options: Options) -> Teardown | None:
+        """Before any worker starts: build or start what the run needs; returns what to stop
+        after the run, or None."""
+        ...
+
+    def connect(self, options: Options) -> tuple[ClusterHandle, Teardown | None]:
+        """The run's one cluster and how to down it (None: not the harness's to down).
+        Backends with CLUSTER_PER_REQUEST are started by the pool per request instead."""
+        ...
+
+    def cluster_up(self, args: argparse.Namespace) -> ClusterHandle:
+        """`pvchaos cluster up --backend NAME`: a cluster that outlives the command."""
+        ...
+
+    def cluster_down(self, name: str | None) -> list[str]:
+        """`pvchaos cluster down`: remove the cluster named (None: all of this backend's);
+        one line per cluster removed; ClusterError when a named one is not there."""
+        ...
+
+    def cluster_list(self) -> list[str]:
+        """`pvchaos cluster list`: one line per cluster of this backend."""
+        ...

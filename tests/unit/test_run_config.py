@@ -1,0 +1,36 @@
+"""Options resolved once (pvchaos/run_config.py): one function parses and validates the
+topology, gates, version, profile and scale shape into the typed RunConfig."""
+
+from __future__ import annotations
+
+import pytest
+
+from pvchaos.clusters.options import Options
+from pvchaos.run_config import resolve
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
+
+
+def test_defaults_are_resolved() -> None:
+    config = resolve(Options())
+    assert config.topology.zones == ("zone-a", "zone-b", "zone-c") and config.topology.nodes_per_zone == 2
+    assert config.k8s_version == DEFAULT_K8S_VERSION and config.minor > 0
+    assert config.feature_gates == {} and config.profile is None and config.scale_shape is None
+    assert config.backend == "local"
+
+
+def test_each_option_is_parsed_once_into_its_type() -> None:
+    config = resolve(Options(zones="east,west", nodes_per_zone=3, feature_gates="A=true,B=false",
+                             k8s_version="v1.34.4", scale=True, scale_size="10x20"))
+    assert config.topology.zones == ("east", "west") and config.topology.node_count == 6
+    assert config.feature_gates == {"A": True, "B": False} and config.minor == 34
+    assert config.scale_shape is not None and config.scale_shape.nodes == 10
+
+
+@pytest.mark.parametrize(("options", "needle"), [
+    (Options(feature_gates="A=maybe"), "is not NAME=true|false"),
+    (Options(k8s_version="v1.35"), "not a Kubernetes release version"),
+    (Options(scale=True, scale_size="lots"), "--scale-size lots"),
+])
+def test_bad_input_is_one_value_error(options: Options, needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        resolve(options)
