@@ -106,9 +106,9 @@ def reproduce_command(args: argparse.Namespace) -> str:
     return shlex.join(argv)
 
 
-def _version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl) -> tuple[str, str]:
-    """The driver's version and where it was read: a version label of the CSIDriver, else
-    of a controller workload (GetPluginInfo is not called: it needs a client in the pod)."""
+def _label_version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl) -> tuple[str, str]:
+    """The version a label states: a version label of the CSIDriver, else of a controller
+    workload; the fallback where GetPluginInfo cannot be called."""
     labels = ((objects.get("csidriver") or {}).get("metadata") or {}).get("labels") or {}
     for key in VERSION_LABELS:
         if key in labels:
@@ -120,6 +120,31 @@ def _version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl) -> tup
             if key in wl:
                 return str(wl[key]), f"{w.ref} label {key}"
     return "unknown", "no version label on the CSIDriver or the controller"
+
+
+def _version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl, discovery: pkg.Discovery,
+             backend: VendorKindBackend | None) -> tuple[str, str, str, list[str]]:
+    """(version, where it was read, the name GetPluginInfo answered or "", findings). On
+    kind, GetPluginInfo of the node plugin on the first registered worker; where it cannot
+    be called (--backend existing: no access to the nodes) or gives no answer, the label,
+    and the source says why."""
+    if backend is None:
+        version, source = _label_version(objects, package, kubectl)
+        return version, f"{source}; GetPluginInfo not called: --backend existing has no access to the nodes", "", []
+    node = next((n.node for n in discovery.nodes if n.registered), None)
+    if node is None:
+        version, source = _label_version(objects, package, kubectl)
+        return version, f"{source}; GetPluginInfo not called: no worker registers the driver", "", []
+    try:
+        choice = backend.plugin_info(node, package.driver_name)
+    except ClusterError as exc:
+        version, source = _label_version(objects, package, kubectl)
+        return version, f"{source}; GetPluginInfo on node {node} not called: {exc}", "", []
+    if choice.info is None:
+        version, source = _label_version(objects, package, kubectl)
+        return version, f"{source}; {choice.source}", "", []
+    findings = [choice.finding] if choice.finding else []
+    return choice.info.vendor_version or "(empty vendor_version)", choice.source, choice.info.name, findings
 
 
 def _profile(package: pkg.DriverPackage, discovery: pkg.Discovery, report_dir: Path) -> tuple[DriverProfile, Path, str]:
@@ -164,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
     for stale in ("certification.md", "certification.json", "certification-behaviours.md", "driver-profile.yaml"):
         (report_dir / stale).unlink(missing_ok=True)
     findings: list[str] = []
+    backend: VendorKindBackend | None = None
     with ExitStack() as stack:
         if args.backend == "kind":
             backend = VendorKindBackend(cluster=f"certify-{secrets.token_hex(3)}", k8s_version=args.k8s_version,
@@ -185,7 +211,9 @@ def run(args: argparse.Namespace) -> int:
         objects = cluster_objects(kubectl, package.driver_name, package.storage_class)
         discovery = pkg.discover(package.driver_name, objects["csidriver"], objects["csinodes"], objects["nodes"],
                                  objects["storage_class"])
-        version, version_source = _version(objects, package, kubectl)
+        version, version_source, plugin_name, name_findings = _version(objects, package, kubectl, discovery, backend)
+        findings += name_findings
+        print(f"[pvchaos certify] version {version} ({version_source})", file=sys.stderr)
         profile, profile_path, profile_source = _profile(package, discovery, report_dir)
         disagreements = pkg.compare(profile, discovery)
         for d in disagreements:
@@ -202,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         (report_dir / "certification-behaviours.md").write_text(
             render_certification(profile, results_from_allure(allure_dir)))
         cert = pkg.Certification(
-            driver=package.driver_name, driver_version=version, version_source=version_source,
+            driver=package.driver_name, driver_version=version, version_source=version_source, plugin_name=plugin_name,
             k8s_version=objects["k8s_version"], backend=args.backend, discovered=discovery.table(),
             declared=pkg.declared_table(profile if package.profile is not None else None),
             disagreements=disagreements, rows=pkg.suite_rows(results, suites), findings=findings,

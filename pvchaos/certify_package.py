@@ -431,6 +431,7 @@ class Certification:
     recovery: dict[str, str] = field(default_factory=dict)
     command: str = ""
     profile_source: str = "generated from discovery"
+    plugin_name: str = ""  # the name GetPluginInfo answered; "" when it was not called
 
     @property
     def verdict(self) -> str:
@@ -461,6 +462,7 @@ def render_markdown(c: Certification) -> str:
              "| | |", "|---|---|",
              f"| Driver | {_cell(c.driver)} |",
              f"| Version | {_cell(c.driver_version)} ({_cell(c.version_source)}) |",
+             f"| GetPluginInfo name | {_cell(c.plugin_name or 'not called (see Version)')} |",
              f"| Kubernetes | {_cell(c.k8s_version)} |",
              f"| Backend | {_cell(c.backend)} |",
              f"| Profile | {_cell(c.profile_source)} |",

@@ -23,12 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from pvchaos.clusters.backend import ClusterError
-from pvchaos.clusters.kind import KindBackend
+from pvchaos.clusters.kind import KindBackend, kind_node_names
+from pvchaos.clusters.plugin_info import FIND_SOCKETS, PluginChoice, PluginInfo, candidate_sockets, choose_plugin, parse_info_line
 from pvchaos.tools.build import ensure_binaries
-from pvchaos.tools.docker_engine import last_line
+from pvchaos.tools.csi_driver import ensure_csi_driver
+from pvchaos.tools.docker_engine import docker, last_line
 from pvchaos.tools.nodeimage.build import ensure_kind
 
 WAIT_TIMEOUT = 180.0
+INFO_BINARY = "/tmp/pvchaos-csi-info"  # in the node container, removed again after use
 OWNED_NAMESPACE_PREFIX = "pvchaos-"
 
 
@@ -49,6 +52,40 @@ class VendorKindBackend(KindBackend):
                                   capture_output=True, text=True, timeout=600, env=self.engine.env(), check=False)
             if proc.returncode != 0:
                 raise ClusterError(f"{archive}: not loadable into the nodes' containerd: {last_line(proc)}")
+
+    def plugin_info(self, node: str, driver: str) -> PluginChoice:
+        """GetPluginInfo of `driver` as its node plugin on `node` answers it: `pvchaos-csi
+        info` (static) copied into the node's container and run against every candidate
+        socket under the kubelet's plugins directory, then removed. Never raises for what
+        the driver does; a node that cannot be reached is a ClusterError."""
+        engine = self.engine
+        assert engine is not None
+        container = kind_node_names(self.cluster, self.topology).get(node)
+        if container is None:
+            return PluginChoice(node, None, why=f"node {node} is not a worker of kind cluster {self.cluster}")
+
+        def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+            return docker(engine, args, timeout=timeout)
+
+        binary = ensure_csi_driver()
+        try:  # the removal is registered before the copy
+            copied = run("cp", str(binary), f"{container}:{INFO_BINARY}")
+            if copied.returncode != 0:
+                raise ClusterError(f"node {node}: cannot copy pvchaos-csi into {container}: {last_line(copied)}")
+            found = run("exec", container, "sh", "-c", FIND_SOCKETS)
+            answers: list[PluginInfo] = []
+            failures: list[str] = []
+            for sock in candidate_sockets(found.stdout, driver):
+                proc = run("exec", container, INFO_BINARY, "info", "--endpoint", f"unix://{sock}", "--timeout", "10s")
+                try:
+                    if proc.returncode != 0:
+                        raise ValueError(last_line(proc))
+                    answers.append(parse_info_line(proc.stdout))
+                except ValueError as exc:
+                    failures.append(f"{sock}: {exc}")
+            return choose_plugin(driver, node, answers, failures)
+        finally:
+            run("exec", container, "rm", "-f", INFO_BINARY)
 
 
 @dataclass
