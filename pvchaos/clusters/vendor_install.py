@@ -31,7 +31,7 @@ from pvchaos.tools.docker_engine import docker, last_line
 from pvchaos.tools.nodeimage.build import ensure_kind
 
 WAIT_TIMEOUT = 180.0
-INFO_BINARY = "/tmp/pvchaos-csi-info"  # in the node container, removed again after use
+INFO_BINARY = "/usr/local/bin/pvchaos-csi-info"  # in the node container (not /tmp: a tmpfs `docker cp` cannot see), removed after use
 OWNED_NAMESPACE_PREFIX = "pvchaos-"
 
 
