@@ -31,7 +31,8 @@ from pvchaos.tools.docker_engine import docker, last_line
 from pvchaos.tools.nodeimage.build import ensure_kind
 
 WAIT_TIMEOUT = 180.0
-INFO_BINARY = "/usr/local/bin/pvchaos-csi-info"  # in the node container (not /tmp: a tmpfs `docker cp` cannot see), removed after use
+# in the node container (not /tmp: a tmpfs, which `docker cp` cannot see), removed after use
+INFO_BINARY = "/usr/local/bin/pvchaos-csi-info"
 OWNED_NAMESPACE_PREFIX = "pvchaos-"
 
 

@@ -260,3 +260,12 @@ def test_a_package_with_build_py_builds_its_missing_images_once(package: Path) -
     archive.unlink()
     with pytest.raises(Exception, match=r"build\.py: exit 1: no go toolchain"):
         certify._load(package, need_images=True)
+
+
+def test_static_pvs_are_mountable_on_an_existing_cluster_of_real_kubelets() -> None:
+    from pvchaos.clusters.existing import real_kubelets
+
+    real = {"metadata": {"name": "zone-a-1", "annotations": {"node.alpha.kubernetes.io/ttl": "0"}}}
+    kwok = {"metadata": {"name": "zone-a-2", "annotations": {"kwok.x-k8s.io/node": "fake"}}}
+    assert real_kubelets([real, {"metadata": {"name": "cp"}}])
+    assert not real_kubelets([real, kwok]) and not real_kubelets([])

@@ -84,3 +84,4 @@ def test_the_report_shows_version_source_and_plugin_name() -> None:
     assert f"| Version | 0.1.0 (GetPluginInfo on node zone-a-1 ({OWN})) |" in text
     assert f"| GetPluginInfo name | {DRIVER} |" in text
     assert pkg.to_json(c)["plugin_name"] == DRIVER
+
