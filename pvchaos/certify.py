@@ -53,7 +53,13 @@ from pvchaos.drivers.profile import DriverProfile, load_profile, parse_profile
 from pvchaos.runner import run_request
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
-DEFAULT_SUITES = ("binding_modes", "reclaim")  # the suites a vendor's driver can run on kind today
+# The suites about what Kubernetes does with a driver's volumes (issue 27, docs/certify.md
+# "The run"): each runs what applies to the discovered capabilities and skips the rest
+# naming the capability and its source. Through `--backend existing` the node-fault,
+# attach and capacity tests skip ("backend existing: no node-failure", ...); the suites
+# that never touch the driver (static binding, volume plugins, ...) are left out.
+DEFAULT_SUITES = ("binding_modes", "csi_topology", "spreading", "attach_detach", "node_failure", "capacity",
+                  "pv_affinity_mutation", "reclaim")
 VERSION_LABELS = ("app.kubernetes.io/version", "version")
 
 

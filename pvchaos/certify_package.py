@@ -389,16 +389,26 @@ def suite_rows(results: Iterable[Mapping[str, Any]], suites: Sequence[str]) -> l
                                  reason=f"{first.get('name')}: {message.splitlines()[0] if message else first.get('status')}",
                                  link=f"allure-results/{first.get('uuid')}-result.json"))
         elif len(skipped) == len(items):
-            labels = {str(lab.get("name")): str(lab.get("value")) for lab in skipped[0].get("labels") or []}
-            message = str((skipped[0].get("statusDetails") or {}).get("message") or "").strip()
-            message = re.sub(r"^Skipped:\s*", "", message)
-            missing = labels.get(MISSING_LABEL)
-            rows.append(SuiteRow(suite, "skipped", n_passed, n_failed, n_skipped,
-                                 reason=(f"no {missing}: " if missing else "") + (message.splitlines()[0] if message else "")))
+            rows.append(SuiteRow(suite, "skipped", n_passed, n_failed, n_skipped, reason=_skip_reasons(skipped)))
         else:
             rows.append(SuiteRow(suite, "passed", n_passed, n_failed, n_skipped,
                                  reason=f"{len(skipped)} skipped" if skipped else ""))
     return rows
+
+
+def _skip_reasons(skipped: Sequence[Mapping[str, Any]], most: int = 3) -> str:
+    """The distinct reasons a suite's tests skipped, in the order met (its tests may lack
+    different things: one the attach capability, another a cluster shape)."""
+    reasons: list[str] = []
+    for item in skipped:
+        labels = {str(lab.get("name")): str(lab.get("value")) for lab in item.get("labels") or []}
+        message = re.sub(r"^Skipped:\s*", "", str((item.get("statusDetails") or {}).get("message") or "").strip())
+        missing = labels.get(MISSING_LABEL)
+        reason = (f"no {missing}: " if missing else "") + (message.splitlines()[0] if message else "")
+        if reason and reason not in reasons:
+            reasons.append(reason)
+    extra = f"; and {len(reasons) - most} more" if len(reasons) > most else ""
+    return "; ".join(reasons[:most]) + extra
 
 
 def recovery_figures(results: Iterable[Mapping[str, Any]]) -> dict[str, str]:

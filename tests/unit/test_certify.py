@@ -207,12 +207,18 @@ def test_one_row_per_suite() -> None:
         result("b", "binding_modes", "passed", stop=2),  # the retry counts
         result("c", "reclaim", "failed", "PV not deleted"),
         result("d", "capacity", "skipped", "Skipped: driver x: no capacity (profile)", missing="capacity"),
-    ], ["binding_modes", "reclaim", "capacity", "topology"])}
+        result("e", "csi_topology", "skipped", "Skipped: backend existing: no attach", missing="attach"),
+        result("f", "csi_topology", "skipped", "Skipped: backend existing: no attach", missing="attach"),
+        result("g", "csi_topology", "skipped", "Skipped: backend existing: cannot start a cluster with x=1"),
+    ], ["binding_modes", "reclaim", "capacity", "topology", "csi_topology"])}
     assert rows["binding_modes"].outcome == "passed" and rows["binding_modes"].passed == 2
     assert rows["reclaim"].outcome == "failed" and rows["reclaim"].reason == "c: PV not deleted"
     assert rows["reclaim"].link == "allure-results/u-c-1-result.json"
     assert rows["capacity"].outcome == "skipped" and rows["capacity"].reason.startswith("no capacity: driver x")
     assert rows["topology"].outcome == "failed" and "did not run" in rows["topology"].reason
+    assert rows["csi_topology"].outcome == "skipped" and rows["csi_topology"].skipped == 3
+    assert rows["csi_topology"].reason == ("no attach: backend existing: no attach; "
+                                           "backend existing: cannot start a cluster with x=1")
 
 
 def certification(**kw: object) -> pkg.Certification:
