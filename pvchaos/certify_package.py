@@ -396,7 +396,7 @@ def suite_rows(results: Iterable[Mapping[str, Any]], suites: Sequence[str]) -> l
     return rows
 
 
-def _skip_reasons(skipped: Sequence[Mapping[str, Any]], most: int = 3) -> str:
+def _skip_reasons(skipped: Sequence[Mapping[str, Any]], most: int = 5) -> str:
     """The distinct reasons a suite's tests skipped, in the order met (its tests may lack
     different things: one the attach capability, another a cluster shape)."""
     reasons: list[str] = []
@@ -404,9 +404,13 @@ def _skip_reasons(skipped: Sequence[Mapping[str, Any]], most: int = 3) -> str:
         labels = {str(lab.get("name")): str(lab.get("value")) for lab in item.get("labels") or []}
         message = re.sub(r"^Skipped:\s*", "", str((item.get("statusDetails") or {}).get("message") or "").strip())
         missing = labels.get(MISSING_LABEL)
-        reason = (f"no {missing}: " if missing else "") + (message.splitlines()[0] if message else "")
-        if reason and reason not in reasons:
-            reasons.append(reason)
+        first = message.splitlines()[0] if message else ""
+        if missing and f"no {missing}" not in first:
+            first = f"no {missing}: {first}"
+        # one test's reason may be several ("backend existing: no real-kubelet; ... no attach")
+        for reason in (r.strip() for r in first.split("; ")):
+            if reason and reason not in reasons:
+                reasons.append(reason)
     extra = f"; and {len(reasons) - most} more" if len(reasons) > most else ""
     return "; ".join(reasons[:most]) + extra
 

@@ -210,15 +210,19 @@ def test_one_row_per_suite() -> None:
         result("e", "csi_topology", "skipped", "Skipped: backend existing: no attach", missing="attach"),
         result("f", "csi_topology", "skipped", "Skipped: backend existing: no attach", missing="attach"),
         result("g", "csi_topology", "skipped", "Skipped: backend existing: cannot start a cluster with x=1"),
-    ], ["binding_modes", "reclaim", "capacity", "topology", "csi_topology"])}
+        result("h", "csi_topology", "skipped", "Skipped: backend existing: no node-failure; backend existing: no attach",
+               missing="attach"),
+        result("i", "node_failure", "skipped", "Skipped: a reason without the word", missing="node-failure"),
+    ], ["binding_modes", "reclaim", "capacity", "topology", "csi_topology", "node_failure"])}
     assert rows["binding_modes"].outcome == "passed" and rows["binding_modes"].passed == 2
     assert rows["reclaim"].outcome == "failed" and rows["reclaim"].reason == "c: PV not deleted"
     assert rows["reclaim"].link == "allure-results/u-c-1-result.json"
-    assert rows["capacity"].outcome == "skipped" and rows["capacity"].reason.startswith("no capacity: driver x")
+    assert rows["capacity"].outcome == "skipped" and rows["capacity"].reason == "driver x: no capacity (profile)"
     assert rows["topology"].outcome == "failed" and "did not run" in rows["topology"].reason
-    assert rows["csi_topology"].outcome == "skipped" and rows["csi_topology"].skipped == 3
-    assert rows["csi_topology"].reason == ("no attach: backend existing: no attach; "
-                                           "backend existing: cannot start a cluster with x=1")
+    assert rows["csi_topology"].outcome == "skipped" and rows["csi_topology"].skipped == 4
+    assert rows["csi_topology"].reason == ("backend existing: no attach; backend existing: cannot start a cluster with "
+                                           "x=1; backend existing: no node-failure")
+    assert rows["node_failure"].reason == "no node-failure: a reason without the word"
 
 
 def certification(**kw: object) -> pkg.Certification:
