@@ -1,18 +1,23 @@
 """GetPluginInfo for `pvchaos certify`: which sockets of a kind node are asked, what
-`pvchaos-csi info` printed, and which answer is the driver's (a name other than the
-CSIDriver's is a finding, no answer falls back with the reason)."""
+`pvchaos-csi info` printed, which answer is the driver's, and what certify makes of it
+(a name other than the CSIDriver's is a finding; no answer falls back to the label and
+says why)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from pvchaos import certify
 from pvchaos import certify_package as pkg
+from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.plugin_info import PluginInfo, candidate_sockets, choose_plugin, parse_info_line
 
 DRIVER = "vendor.csi.pvchaos.dev"
 OWN = f"/var/lib/kubelet/plugins/{DRIVER}/csi.sock"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vendor-driver"
 
 
 def line(name: str = DRIVER, endpoint: str = f"unix://{OWN}", **extra: object) -> str:
@@ -85,3 +90,44 @@ def test_the_report_shows_version_source_and_plugin_name() -> None:
     assert f"| GetPluginInfo name | {DRIVER} |" in text
     assert pkg.to_json(c)["plugin_name"] == DRIVER
 
+
+
+class _Backend:
+    """Stands in for VendorKindBackend.plugin_info."""
+
+    def __init__(self, choice: object) -> None:
+        self.choice, self.asked = choice, []
+
+    def plugin_info(self, node: str, driver: str) -> object:
+        self.asked.append((node, driver))
+        if isinstance(self.choice, Exception):
+            raise self.choice
+        return self.choice
+
+
+def _version(backend: object) -> tuple[str, str, str, list[str]]:
+    """certify's version reading with the CSIDriver labelled 9.9 (no kubectl needed)."""
+    package = pkg.load_package(EXAMPLE, need_images=False)
+    d = pkg.Discovery(DRIVER, nodes=(pkg.NodeRegistration("zone-a-1", False), pkg.NodeRegistration("zone-b-1", True)))
+    objects = {"csidriver": {"metadata": {"labels": {"app.kubernetes.io/version": "9.9"}}}}
+    return certify._version(objects, package, None, d, backend)  # type: ignore[arg-type]
+
+
+def test_certify_reads_the_version_from_the_first_registered_worker() -> None:
+    backend = _Backend(choose_plugin(DRIVER, "zone-b-1", [parse_info_line(line())]))
+    assert _version(backend) == ("0.1.0", f"GetPluginInfo on node zone-b-1 ({OWN})", DRIVER, [])
+    assert backend.asked == [("zone-b-1", DRIVER)]
+
+
+def test_certify_falls_back_to_the_label_saying_why() -> None:
+    version, source, name, findings = _version(None)
+    assert (version, name, findings) == ("9.9", "", []) and "--backend existing has no access to the nodes" in source
+    version, source, name, _ = _version(_Backend(choose_plugin(DRIVER, "zone-b-1", [], ["x.sock: refused"])))
+    assert version == "9.9" and name == "" and "CSIDriver label" in source and "x.sock: refused" in source
+    version, source, _, _ = _version(_Backend(ClusterError("node zone-b-1: cannot copy")))
+    assert version == "9.9" and "cannot copy" in source
+
+
+def test_certify_reports_another_name_as_a_finding() -> None:
+    version, _, name, findings = _version(_Backend(choose_plugin(DRIVER, "zone-b-1", [parse_info_line(line("x.io"))])))
+    assert version == "0.1.0" and name == "x.io" and len(findings) == 1 and "x.io" in findings[0]
