@@ -25,7 +25,7 @@ from typing import Any
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.kind import KindBackend, kind_node_names
 from pvchaos.clusters.plugin_info import FIND_SOCKETS, PluginChoice, PluginInfo, candidate_sockets, choose_plugin, parse_info_line
-from pvchaos.tools.build import ensure_binaries
+from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_driver import ensure_csi_driver
 from pvchaos.tools.docker_engine import docker, last_line
 from pvchaos.tools.nodeimage.build import ensure_kind
@@ -68,7 +68,10 @@ class VendorKindBackend(KindBackend):
         def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
             return docker(engine, args, timeout=timeout)
 
-        binary = ensure_csi_driver()
+        try:
+            binary = ensure_csi_driver()
+        except BuildError as exc:  # no Go here: certify falls back to the label, saying so
+            raise ClusterError(f"pvchaos-csi not built: {exc}") from None
         try:  # the removal is registered before the copy
             copied = run("cp", str(binary), f"{container}:{INFO_BINARY}")
             if copied.returncode != 0:
