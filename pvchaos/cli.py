@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from pvchaos import compare_runs, report, report_merge, upgrade_command
+from pvchaos import certify, compare_runs, report, report_merge, upgrade_command
 from pvchaos import explain as explain_command
 from pvchaos.clusters import arguments, providers
 from pvchaos.clusters.backend import ClusterError
@@ -197,6 +197,14 @@ def parser() -> argparse.ArgumentParser:
     bi = k.add_parser("build-image", help="build (or find cached) the offline kind node image of a version")
     bi.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
     bi.set_defaults(func=_kind_build_image)
+
+    ce = sub.add_parser("certify", help="install a vendor's CSI driver, discover it, run the suites that apply, "
+                                         "write certification.md (see docs/certify.md)",
+                        description="Exit 0: every applicable suite passed, nothing disagreed or leaked; 1: a suite "
+                                    "failed, the profile disagreed with the cluster, or volumes were left; 2: bad "
+                                    "input or the driver never came up. See docs/certify.md.")
+    certify.add_arguments(ce)
+    ce.set_defaults(func=certify.run)
 
     e = sub.add_parser("explain", help="why a pod is Pending, and what fixes it (read-only, any cluster)",
                        description="Exit 0: schedulable; 1: a cause was found; 2: bad input. See docs/explain.md.")

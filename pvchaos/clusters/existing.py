@@ -25,7 +25,7 @@ from pvchaos.clusters.common.gates import MUTABLE_PV_GATE
 from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from pvchaos.clusters.csi import DRIVER_NAME
 from pvchaos.clusters.provider import Feature, Teardown
-from pvchaos.clusters.topology import OWNER_LABEL, ZONE_KEY
+from pvchaos.clusters.topology import KWOK_ANNOTATION, OWNER_LABEL, ZONE_KEY
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
 from pvchaos.kube.client import Kube, as_dict, connect
@@ -172,6 +172,15 @@ def _describe_classes(classes: Iterable[dict[str, Any]]) -> tuple[str, str, set[
     return "; ".join(rows) or "none", default, provisioners
 
 
+def real_kubelets(nodes: Iterable[dict[str, Any]]) -> bool:
+    """Whether every node runs a real kubelet (none is a KWOK node): there a pod on a
+    static PV with the stand-in CSI source would wait in ContainerCreating for a driver
+    that does not exist, so such PVs become hostPath directories, as on kind."""
+    nodes = list(nodes)
+    return bool(nodes) and not any(KWOK_ANNOTATION in ((n.get("metadata") or {}).get("annotations") or {})
+                                   for n in nodes)
+
+
 class ExistingBackend:
     """A cluster the harness did not create; `down` removes nothing."""
 
@@ -217,6 +226,7 @@ class ExistingBackend:
             name=context, backend="existing", kubeconfig=self.kubeconfig, context=context, k8s_version=version,
             capabilities=frozenset(caps), feature_gates={} if gate is None else {MUTABLE_PV_GATE: gate},
             zonal_class_provisioner=zonal, local_class_provisioner=local,
+            mountable_volumes=real_kubelets(nodes),
             description={
                 "server": server, "nodes": str(len(nodes)), "zones": ", ".join(zones) or "none",
                 "storage classes": classes, "default storage class": default,

@@ -45,6 +45,7 @@ def test_discovers_zones_classes_and_the_gate(foreign_kubeconfig: Path) -> None:
     assert Capability.STATIC_PV in handle.capabilities
     assert not handle.capabilities & NEVER and Capability.NODE_LABELS not in handle.capabilities
     assert handle.faults is None
+    assert not handle.mountable_volumes, "a local cluster's KWOK nodes mount nothing: stand-in PVs stay as they are"
     for name in classes:
         assert f"{name} (" in handle.description["storage classes"]
     assert probe_pvs(foreign_kubeconfig) == [], "the probe PV was left behind"

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pvchaos import cli
+from pvchaos import certify, cli
 from pvchaos.clusters import arguments, options
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +48,8 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("kind", "build-image"): ["kind", "build-image"],
     ("explain",): ["explain", "app"],
     ("selftest",): ["selftest"],
+    ("certify",): ["certify", "--driver-dir", str(ROOT / "examples" / "vendor-driver"), "--backend", "existing",
+                   "--kubeconfig", str(ROOT / "pyproject.toml")],
     ("report", "merge"): ["report", "merge", "OUT", str(COMPARE / "healthy"), str(COMPARE / "broken")],
 }
 # Options that take no value to get wrong, or pass text on untouched by design.
@@ -104,6 +106,8 @@ def wrong_values(check: Callable[[str], object], tmp: dict[str, Path]) -> st.Sea
         arguments.free_text: st.sampled_from([_control("a"), "a\nb", "\x1b[31m"]),
         options.backend_list: st.sampled_from(["cloud", "local,local", "local,", "", "Local", "kind,,local"]),
         options.suite_names: st.sampled_from(["Reclaim", "a-b", "..", "a,,b", "", "../x", "é"]),
+        certify.suite_list: st.sampled_from(["Reclaim", "a-b", "..", "", "../x", "é", "nosuch", "reclaim,nosuch"]),
+        certify.wait_seconds: st.sampled_from(["0", "4", "3601", "x", "", "-5", "1e3", "٣", _control("9")]),
     }
     for extra in getattr(options, "EXTRA_CHECK_VALUES", {}).items():  # checks other modules declare
         table.setdefault(*extra)

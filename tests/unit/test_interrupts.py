@@ -77,7 +77,9 @@ def test_refused_run_is_one_line_exit_2_and_writes_nothing(
 
 def test_unknown_gate_is_refused_after_the_build_and_before_any_write(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pvchaos.clusters.local.provider.ensure_binaries", lambda version: None)
+    # no builds in a unit test: binaries, sidecars and the CSI driver (whose progress lines
+    # would reach stderr whenever its source changed since the cached build)
+    monkeypatch.setattr("pvchaos.clusters.local.provider.LocalProvider.prepare", lambda self, options: None)
     monkeypatch.setattr("pvchaos.clusters.common.gates.binary_gates", lambda version: KNOWN)
     monkeypatch.setattr(runner.supervise, "run_owned", lambda *a, **k: pytest.fail("pytest must not start"))
     code = cli.main(["run", "--feature-gates", "Foo=true", "--report-dir", str(tmp_path / "r"), "--workers", "0"])

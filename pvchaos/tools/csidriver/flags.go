@@ -26,6 +26,7 @@ type options struct {
 	maxVolumes      int64
 	registrationDir string
 	faultMisplace   bool
+	faultNoTopology bool
 }
 
 func (o options) controller() bool { return o.mode == "controller" || o.mode == "all" }
@@ -50,6 +51,8 @@ func parseFlags(mode string, args []string) (options, error) {
 		fs.StringVar(&o.zone, "zone", "", "the node's topology.kubernetes.io/zone")
 		fs.StringVar(&o.hostname, "hostname", "", "the node's kubernetes.io/hostname (default: node id)")
 		fs.Int64Var(&o.maxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node (0: no limit)")
+		fs.BoolVar(&o.faultNoTopology, "fault-no-topology", false,
+			"self-verification only: NodeGetInfo reports no accessible topology (a broken node plugin)")
 	}
 	if mode == "node" {
 		fs.StringVar(&o.registrationDir, "registration-dir", "", "kubelet plugins_registry dir: serve <dir>/<driver>-reg.sock")

@@ -52,6 +52,7 @@ func run(o options) int {
 	if o.node() {
 		csi.RegisterNodeServer(csiServer, driver.NewNode(driver.NodeConfig{
 			NodeID: o.nodeID, Zone: o.zone, Hostname: o.hostname, MaxVolumes: o.maxVolumes, DataRoot: o.dataRoot,
+			NoTopology: o.faultNoTopology,
 		}, log))
 	}
 

@@ -24,6 +24,9 @@ type NodeConfig struct {
 	Hostname   string
 	MaxVolumes int64
 	DataRoot   string // "": record calls only, no mounts
+	// NoTopology: a broken node plugin on purpose (--fault-no-topology): NodeGetInfo
+	// reports no accessible topology, so the kubelet writes no topology keys.
+	NoTopology bool
 }
 
 // Node implements csi.NodeServer.
@@ -39,6 +42,9 @@ func (n *Node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeG
 	seg := map[string]string{HostnameKey: n.cfg.Hostname}
 	if n.cfg.Zone != "" {
 		seg[ZoneKey] = n.cfg.Zone
+	}
+	if n.cfg.NoTopology {
+		return &csi.NodeGetInfoResponse{NodeId: n.cfg.NodeID, MaxVolumesPerNode: n.cfg.MaxVolumes}, nil
 	}
 	return &csi.NodeGetInfoResponse{
 		NodeId: n.cfg.NodeID, MaxVolumesPerNode: n.cfg.MaxVolumes,

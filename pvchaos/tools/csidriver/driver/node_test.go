@@ -143,3 +143,13 @@ func TestNodeArgumentChecksAndRecordOnly(t *testing.T) {
 		t.Fatalf("NodeGetInfo: %v", info)
 	}
 }
+
+// A node plugin broken on purpose (--fault-no-topology) reports its id and limit but no
+// accessible topology, so the kubelet registers the driver with no topology keys.
+func TestNodeGetInfoWithoutTopology(t *testing.T) {
+	n := NewNode(NodeConfig{NodeID: "n1", Hostname: "n1", Zone: "z1", MaxVolumes: 3, NoTopology: true}, nil)
+	info, err := n.NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
+	if err != nil || info.GetNodeId() != "n1" || info.GetMaxVolumesPerNode() != 3 || info.GetAccessibleTopology() != nil {
+		t.Fatalf("NodeGetInfo with NoTopology: %v, %v", info, err)
+	}
+}

@@ -1,0 +1,70 @@
+"""Build this package's images offline into images/*.tar, as a vendor ships them.
+
+There is no registry here, so each image is made the way `docker import` makes one (a
+root filesystem holding one static binary, with its entrypoint) and written with
+`docker save`: pvchaos's own CSI driver `pvchaos-csi`, and upstream's external-provisioner
+and external-attacher, all three built from Go modules by pvchaos (cached). node-driver-
+registrar is not built by this project; the driver registers with the kubelet itself.
+
+Run: .venv/bin/python examples/vendor-driver/build.py   (prints the archives written)
+The Docker engine is pvchaos's (started here when none runs, and then stopped again).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import tarfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from pvchaos.tools.csi_driver import ensure_csi_driver  # noqa: E402
+from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars  # noqa: E402
+from pvchaos.tools.docker_engine import docker, ensure_engine, last_line, owned_engine, stop_engine  # noqa: E402
+
+IMAGES = HERE / "images"
+
+
+def rootfs(binary: Path, name: str) -> bytes:
+    """A tar of / with the binary at /<name> and an empty /tmp."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        tmp = tarfile.TarInfo("tmp")
+        tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
+        tar.addfile(tmp)
+        tar.add(str(binary), arcname=name)
+    return out.getvalue()
+
+
+def main() -> int:
+    sidecars = ensure_csi_sidecars()
+    wanted = [
+        ("pvchaos-csi", "0.1.0", ensure_csi_driver()),
+        ("csi-provisioner", PROVISIONER.version, sidecars.provisioner),
+        ("csi-attacher", ATTACHER.version, sidecars.attacher),
+    ]
+    IMAGES.mkdir(exist_ok=True)
+    running = owned_engine() is not None  # another run's engine: never stopped from here
+    engine = ensure_engine()
+    try:
+        for name, tag, binary in wanted:
+            ref = f"pvchaos.dev/vendor/{name}:{tag}"
+            made = docker(engine, ["import", "--change", f'ENTRYPOINT ["/{name}"]', "-", ref],
+                          stdin=rootfs(binary, name))
+            if made.returncode != 0:
+                raise SystemExit(f"docker import {ref}: {last_line(made)}")
+            archive = IMAGES / f"{name}.tar"
+            saved = docker(engine, ["save", "-o", str(archive), ref])
+            if saved.returncode != 0:
+                raise SystemExit(f"docker save {ref}: {last_line(saved)}")
+            print(archive)
+    finally:
+        if engine.owned and not running:
+            stop_engine(engine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

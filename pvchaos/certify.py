@@ -1,0 +1,253 @@
+"""`pvchaos certify --driver-dir DIR`: a vendor's CSI driver installed, discovered, run
+against the suites that apply, reported, and uninstalled.
+
+Order (docs/certify.md): the directory is read and refused before anything starts
+(pvchaos/certify_package.py); the kind cluster comes up with no storage of the
+harness's; the images are loaded into every node, the manifests applied in name order,
+and the driver waited for (bounded; pvchaos/clusters/vendor_install.py). Discovery reads
+what the cluster shows; a profile in DIR is checked against it, and without one a
+profile is generated from it. The suites run through `pvchaos run --backend existing`
+against the cluster with that profile (so the driver's StorageClass reaches every
+suite, and a suite needing a capability the driver lacks skips naming it). Then the
+run's volumes must be gone, the manifests are deleted in reverse order, and the cluster
+is removed unless --keep-cluster. certification.md and certification.json sit beside
+the Allure report.
+
+Exit codes: 0 every applicable suite passed and nothing disagreed or leaked; 1 a suite
+failed, the profile disagreed with the cluster, or the run left volumes behind; 2 bad
+input or an install that did not come up (one line), with the cluster removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import yaml
+
+from pvchaos import certify_package as pkg
+from pvchaos.certification import render_certification, results_from_allure
+from pvchaos.clusters import arguments
+from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.options import REPO_ROOT, Options
+from pvchaos.clusters.topology import Topology
+from pvchaos.clusters.vendor_install import (
+    WAIT_TIMEOUT,
+    Kubectl,
+    VendorKindBackend,
+    apply_manifests,
+    cluster_objects,
+    delete_manifests,
+    leftovers,
+    wait_installed,
+)
+from pvchaos.drivers.profile import DriverProfile, load_profile, parse_profile
+from pvchaos.runner import run_request
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
+
+# The suites about what Kubernetes does with a driver's volumes (issue 27, docs/certify.md
+# "The run"): each runs what applies to the discovered capabilities and skips the rest
+# naming the capability and its source. Through `--backend existing` the node-fault,
+# attach and capacity tests skip ("backend existing: no node-failure", ...); the suites
+# that never touch the driver (static binding, volume plugins, ...) are left out.
+DEFAULT_SUITES = ("binding_modes", "csi_topology", "spreading", "attach_detach", "node_failure", "capacity",
+                  "pv_affinity_mutation", "reclaim")
+VERSION_LABELS = ("app.kubernetes.io/version", "version")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--driver-dir", required=True, type=arguments.existing_dir,
+                   help="the vendor's package: *.yaml manifests, images/*.tar, an optional driver profile")
+    p.add_argument("--backend", default="kind", choices=("kind", "existing"),
+                   help="kind: a new cluster, the package installed into it (default); existing: a cluster with "
+                        "the driver installed already (--kubeconfig)")
+    p.add_argument("--kubeconfig", type=arguments.existing_file, help="the cluster of --backend existing")
+    p.add_argument("--context", type=arguments.free_text)
+    p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
+    p.add_argument("--zones", default="3", type=arguments.zones)
+    p.add_argument("--nodes-per-zone", type=arguments.nodes_per_zone, default=1)
+    p.add_argument("--suites", default=",".join(DEFAULT_SUITES), type=suite_list,
+                   help="comma-separated suites (default: %(default)s)")
+    p.add_argument("--wait-timeout", type=wait_seconds, default=WAIT_TIMEOUT,
+                   help="seconds the driver has to register and its pods to be Ready (default %(default)s)")
+    p.add_argument("--report-dir", default=str(REPO_ROOT / "reports" / "certify"), type=arguments.writable_dir)
+    p.add_argument("--keep-cluster", action="store_true", help="leave the kind cluster running afterwards")
+
+
+def suite_list(text: str) -> str:
+    """Comma-separated names of suites in suites/ (without `test_`)."""
+    names = [s for s in str(text).split(",") if s]
+    unknown = [s for s in names if not re.fullmatch(r"[a-z0-9_]+", s) or not (REPO_ROOT / "suites" / f"test_{s}.py").exists()]
+    if not names or unknown:
+        raise arguments.Bad(f"{text!r}: not suites of suites/ ({', '.join(repr(u) for u in unknown) or 'none given'})")
+    return text
+
+
+def wait_seconds(text: str) -> float:
+    """Seconds from 5 to 3600."""
+    if not re.fullmatch(r"[0-9]{1,4}(\.[0-9]+)?", str(text).strip()):
+        raise arguments.Bad(f"{text!r} is not a number of seconds")
+    value = float(text)
+    if not 5 <= value <= 3600:
+        raise arguments.Bad(f"{text} is out of range (5 to 3600 seconds)")
+    return value
+
+
+def reproduce_command(args: argparse.Namespace) -> str:
+    argv = ["bin/pvchaos", "certify", "--driver-dir", str(args.driver_dir), "--backend", args.backend]
+    if args.backend == "existing":
+        argv += ["--kubeconfig", str(args.kubeconfig)] + (["--context", args.context] if args.context else [])
+    else:
+        argv += ["--k8s-version", args.k8s_version, "--zones", args.zones, "--nodes-per-zone", str(args.nodes_per_zone)]
+    if args.suites != ",".join(DEFAULT_SUITES):
+        argv += ["--suites", args.suites]
+    return shlex.join(argv)
+
+
+def _label_version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl) -> tuple[str, str]:
+    """The version a label states: a version label of the CSIDriver, else of a controller
+    workload; the fallback where GetPluginInfo cannot be called."""
+    labels = ((objects.get("csidriver") or {}).get("metadata") or {}).get("labels") or {}
+    for key in VERSION_LABELS:
+        if key in labels:
+            return str(labels[key]), f"CSIDriver label {key}"
+    for w in package.controllers:
+        obj = kubectl.json(w.kind.lower(), w.name, "-n", w.namespace)
+        wl = (obj.get("metadata") or {}).get("labels") or {}
+        for key in VERSION_LABELS:
+            if key in wl:
+                return str(wl[key]), f"{w.ref} label {key}"
+    return "unknown", "no version label on the CSIDriver or the controller"
+
+
+def _version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl, discovery: pkg.Discovery,
+             backend: VendorKindBackend | None) -> tuple[str, str, str, list[str]]:
+    """(version, where it was read, the name GetPluginInfo answered or "", findings). On
+    kind, GetPluginInfo of the node plugin on the first registered worker; where it cannot
+    be called (--backend existing: no access to the nodes) or gives no answer, the label,
+    and the source says why."""
+    if backend is None:
+        version, source = _label_version(objects, package, kubectl)
+        return version, f"{source}; GetPluginInfo not called: --backend existing has no access to the nodes", "", []
+    node = next((n.node for n in discovery.nodes if n.registered), None)
+    if node is None:
+        version, source = _label_version(objects, package, kubectl)
+        return version, f"{source}; GetPluginInfo not called: no worker registers the driver", "", []
+    try:
+        choice = backend.plugin_info(node, package.driver_name)
+    except ClusterError as exc:
+        version, source = _label_version(objects, package, kubectl)
+        return version, f"{source}; GetPluginInfo on node {node} not called: {exc}", "", []
+    if choice.info is None:
+        version, source = _label_version(objects, package, kubectl)
+        return version, f"{source}; {choice.source}", "", []
+    findings = [choice.finding] if choice.finding else []
+    return choice.info.vendor_version or "(empty vendor_version)", choice.source, choice.info.name, findings
+
+
+def _profile(package: pkg.DriverPackage, discovery: pkg.Discovery, report_dir: Path) -> tuple[DriverProfile, Path, str]:
+    if package.profile is not None:
+        return load_profile(package.profile), package.profile, str(package.profile)
+    data = pkg.generated_profile(discovery, package.storage_class)
+    path = report_dir / "driver-profile.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return parse_profile(data, str(path), report_dir), path, f"generated from discovery ({path.name})"
+
+
+def _load(directory: Path, need_images: bool) -> pkg.DriverPackage:
+    """The package; when an image is missing and DIR carries a `build.py` (the example
+    packages do: their images are built here, not committed), it is run once first."""
+    try:
+        return pkg.load_package(directory, need_images)
+    except pkg.MissingImage as exc:
+        builder = directory / "build.py"
+        if not builder.is_file():
+            raise
+        print(f"[pvchaos certify] {exc}; running {builder}", file=sys.stderr, flush=True)
+        proc = subprocess.run([sys.executable, str(builder)], capture_output=True, text=True, timeout=3600, check=False)
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()
+            raise ClusterError(f"{builder}: exit {proc.returncode}: {tail[-1] if tail else ''}") from None
+        return pkg.load_package(directory, need_images)
+
+
+def run(args: argparse.Namespace) -> int:
+    report_dir = Path(args.report_dir).resolve()
+    suites = tuple(s for s in suite_list(args.suites).split(",") if s)
+    if args.backend == "existing" and not args.kubeconfig:
+        raise ClusterError("certify --backend existing: give --kubeconfig of the cluster the driver is installed in")
+    if args.backend == "kind" and (args.kubeconfig or args.context):
+        raise ClusterError("certify: --kubeconfig and --context are for --backend existing")
+    package = _load(Path(args.driver_dir), args.backend == "kind")
+    if package.profile is not None:
+        load_profile(package.profile)  # a bad profile is refused before the cluster starts
+    report_dir.mkdir(parents=True, exist_ok=True)
+    # a run that ends in exit 2 must not leave an earlier run's verdict or logs looking current
+    shutil.rmtree(report_dir / "certify-logs", ignore_errors=True)
+    for stale in ("certification.md", "certification.json", "certification-behaviours.md", "driver-profile.yaml"):
+        (report_dir / stale).unlink(missing_ok=True)
+    findings: list[str] = []
+    backend: VendorKindBackend | None = None
+    with ExitStack() as stack:
+        if args.backend == "kind":
+            backend = VendorKindBackend(cluster=f"certify-{secrets.token_hex(3)}", k8s_version=args.k8s_version,
+                                        topology=Topology.parse(args.zones, args.nodes_per_zone))
+            if not args.keep_cluster:
+                stack.callback(backend.down)
+            backend.up()
+            kubectl = Kubectl(backend.kubeconfig, args.k8s_version)
+            context = f"kind-{backend.cluster}"
+            backend.load_images(package.images)
+            stack.callback(_uninstall, kubectl, package, findings)
+            apply_manifests(kubectl, package.manifests)
+        else:
+            kubectl = Kubectl(Path(args.kubeconfig), args.k8s_version, args.context)
+            context = args.context or ""
+        workloads = [(w.kind, w.namespace, w.name) for w in package.workloads]
+        waited = wait_installed(kubectl, package.driver_name, workloads, report_dir / "certify-logs", args.wait_timeout)
+        print(f"[pvchaos certify] {package.driver_name} registered and Ready in {waited:.0f}s", file=sys.stderr)
+        objects = cluster_objects(kubectl, package.driver_name, package.storage_class)
+        discovery = pkg.discover(package.driver_name, objects["csidriver"], objects["csinodes"], objects["nodes"],
+                                 objects["storage_class"])
+        version, version_source, plugin_name, name_findings = _version(objects, package, kubectl, discovery, backend)
+        findings += name_findings
+        print(f"[pvchaos certify] version {version} ({version_source})", file=sys.stderr)
+        profile, profile_path, profile_source = _profile(package, discovery, report_dir)
+        disagreements = pkg.compare(profile, discovery)
+        for d in disagreements:
+            print(f"[pvchaos certify] profile disagrees: {d.line()}", file=sys.stderr)
+        code = run_request(Options(
+            backend="existing", kubeconfig=str(kubectl.kubeconfig), context=context or None, profile=str(profile_path),
+            allow_disruptive=True, allow_contexts=(context,) if context else (), suites=suites, workers="0",
+            report_dir=report_dir))
+        if code == 2:
+            raise ClusterError(f"certify: the suites refused to run (exit 2); see {report_dir}")
+        findings += leftovers(kubectl, package.driver_name)
+        results = [json.loads(p.read_text()) for p in sorted((report_dir / "allure-results").glob("*-result.json"))]
+        allure_dir = report_dir / "allure-results"
+        (report_dir / "certification-behaviours.md").write_text(
+            render_certification(profile, results_from_allure(allure_dir)))
+        cert = pkg.Certification(
+            driver=package.driver_name, driver_version=version, version_source=version_source, plugin_name=plugin_name,
+            k8s_version=objects["k8s_version"], backend=args.backend, discovered=discovery.table(),
+            declared=pkg.declared_table(profile if package.profile is not None else None),
+            disagreements=disagreements, rows=pkg.suite_rows(results, suites), findings=findings,
+            recovery=pkg.recovery_figures(results), command=reproduce_command(args), profile_source=profile_source)
+    # the ExitStack has uninstalled (its findings are in `findings`, the list the report holds)
+    md, js = pkg.write_report(report_dir, cert)
+    print(md.read_text())
+    print(f"certification: {md} and {js}; Allure report: {report_dir / 'html' / 'index.html'}")
+    return cert.exit_code()
+
+
+def _uninstall(kubectl: Kubectl, package: pkg.DriverPackage, findings: list[str]) -> None:
+    """Manifests deleted in reverse order; a manifest that cannot be deleted is a finding."""
+    findings += delete_manifests(kubectl, package.manifests)

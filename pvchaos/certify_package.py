@@ -1,0 +1,511 @@
+"""What `pvchaos certify` can know without a cluster, and what it makes of what it finds.
+
+A vendor's driver directory is read once, here, into a typed `DriverPackage` (load,
+validate, then pass the typed thing): manifests in name order, image archives, an
+optional driver profile. Everything that can be refused before a cluster starts is
+refused here, in one line: no manifests, a YAML document that is not a Kubernetes object,
+no CSIDriver, no StorageClass of that driver, an archive that is not what `docker save`
+writes, an image the manifests use that no archive holds (there is no registry).
+
+The rest is pure too: `discover` turns the objects the cluster shows (CSIDriver, CSINodes,
+the StorageClass) into a `Discovery`; `compare` checks a profile against it and returns
+each disagreement; `suite_rows` folds Allure results into one row per suite; and
+`render_markdown` / `to_json` write the certification report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pvchaos.certification import MISSING_LABEL, redact
+from pvchaos.drivers.profile import DriverProfile
+
+ZONE_KEY = "topology.kubernetes.io/zone"
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+
+
+class PackageError(ValueError):
+    """A driver directory was refused; the message is one line naming the file and why."""
+
+
+class MissingImage(PackageError):
+    """An image the manifests run is in no archive of images/."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A Deployment, StatefulSet or DaemonSet of the package, and the images it runs."""
+
+    kind: str
+    namespace: str
+    name: str
+    images: tuple[str, ...]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class DriverPackage:
+    """A validated driver directory."""
+
+    directory: Path
+    manifests: tuple[Path, ...]
+    images: tuple[Path, ...]
+    image_names: tuple[str, ...]  # the RepoTags of the archives
+    profile: Path | None
+    driver_name: str
+    storage_class: str
+    workloads: tuple[Workload, ...]
+
+    @property
+    def controllers(self) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if w.kind != "DaemonSet")
+
+    @property
+    def node_plugins(self) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if w.kind == "DaemonSet")
+
+
+def _docs(path: Path) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except (OSError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PackageError(f"{path}: not readable YAML: {first}") from None
+
+
+def _is_profile(docs: list[Any]) -> bool:
+    return len(docs) == 1 and isinstance(docs[0], dict) and "DriverInfo" in docs[0]
+
+
+def _images_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    containers = list(pod.get("initContainers") or []) + list(pod.get("containers") or [])
+    return tuple(str(c.get("image")) for c in containers if isinstance(c, dict) and c.get("image"))
+
+
+def normalise_image(name: str) -> str:
+    """`busybox` and `docker.io/library/busybox:latest` are the same image to containerd."""
+    if "@" not in name and ":" not in name.rsplit("/", 1)[-1]:
+        name += ":latest"
+    first = name.split("/", 1)[0]
+    if "/" not in name or ("." not in first and ":" not in first and first != "localhost"):
+        name = f"docker.io/{name if '/' in name else 'library/' + name}"
+    return name
+
+
+def archive_tags(path: Path) -> tuple[str, ...]:
+    """The image names in a `docker save` (or OCI layout) archive; refuses anything else."""
+    try:
+        with tarfile.open(path) as tar:
+            names = set(tar.getnames())
+            if "manifest.json" in names:
+                member = tar.extractfile("manifest.json")
+                manifest = json.loads(member.read()) if member else []
+                return tuple(t for entry in manifest for t in entry.get("RepoTags") or [])
+            if "index.json" in names and "oci-layout" in names:
+                member = tar.extractfile("index.json")
+                index = json.loads(member.read()) if member else {}
+                return tuple(str(m.get("annotations", {}).get("io.containerd.image.name")
+                                 or m.get("annotations", {}).get("org.opencontainers.image.ref.name") or "")
+                             for m in index.get("manifests") or [] if m.get("annotations"))
+    except (OSError, tarfile.TarError, ValueError, AttributeError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PackageError(f"{path}: not an image archive ({why}); give what `docker save` writes") from None
+    raise PackageError(f"{path}: not an image archive (no manifest.json or index.json; give what `docker save` writes)")
+
+
+def load_package(directory: Path | str, need_images: bool = True) -> DriverPackage:
+    """Read and check a driver directory. `need_images`: every image the manifests run must
+    be in images/*.tar (the kind backend; an existing cluster pulls its own)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise PackageError(f"--driver-dir {root}: not a directory")
+    manifests: list[Path] = []
+    profile: Path | None = None
+    objects: list[tuple[Path, dict[str, Any]]] = []
+    for path in sorted([*root.glob("*.yaml"), *root.glob("*.yml")], key=lambda p: p.name):
+        docs = _docs(path)
+        if _is_profile(docs):
+            if profile is not None:
+                raise PackageError(f"{path}: a second driver profile (the first is {profile.name}); give one")
+            profile = path
+            continue
+        for i, doc in enumerate(docs, 1):
+            meta = doc.get("metadata") if isinstance(doc, dict) else None
+            if not (isinstance(doc, dict) and doc.get("apiVersion") and doc.get("kind")
+                    and isinstance(meta, dict) and meta.get("name")):
+                raise PackageError(f"{path}: document {i} is not a Kubernetes object (apiVersion, kind and "
+                                   f"metadata.name are required)")
+            objects.append((path, doc))
+        if docs:
+            manifests.append(path)
+    if not manifests:
+        raise PackageError(f"--driver-dir {root}: no manifests (*.yaml files with Kubernetes objects)")
+    drivers = [d for _, d in objects if d["kind"] == "CSIDriver"]
+    if len(drivers) != 1:
+        raise PackageError(f"--driver-dir {root}: the manifests hold {len(drivers)} CSIDriver objects; "
+                           f"certify needs exactly one")
+    driver = str(drivers[0]["metadata"]["name"])
+    classes = sorted(str(d["metadata"]["name"]) for _, d in objects
+                     if d["kind"] == "StorageClass" and d.get("provisioner") == driver)
+    if not classes:
+        raise PackageError(f"--driver-dir {root}: no StorageClass with provisioner {driver}; the suites use the "
+                           f"vendor's class")
+    workloads = tuple(Workload(str(d["kind"]), str(d["metadata"].get("namespace") or "default"),
+                               str(d["metadata"]["name"]), _images_of(d))
+                      for _, d in objects if d["kind"] in WORKLOAD_KINDS)
+    if not any(w.kind != "DaemonSet" for w in workloads):
+        raise PackageError(f"--driver-dir {root}: no controller (a Deployment or StatefulSet) in the manifests")
+    archives = tuple(sorted((root / "images").glob("*.tar")))
+    tags: list[str] = []
+    for archive in archives:
+        tags += archive_tags(archive)
+    if need_images:
+        have = {normalise_image(t) for t in tags}
+        for w in workloads:
+            for image in w.images:
+                if normalise_image(image) not in have:
+                    raise MissingImage(f"{w.ref} runs image {image}, which is in no archive of "
+                                       f"{root / 'images'} (there is no registry: `docker save` it there)")
+    return DriverPackage(root, tuple(manifests), archives, tuple(tags), profile, driver, classes[0], workloads)
+
+
+# ---- discovery (pure over the cluster's objects) ----------------------------------------
+
+@dataclass(frozen=True)
+class NodeRegistration:
+    node: str
+    registered: bool
+    topology_keys: tuple[str, ...] = ()
+    allocatable: int | None = None
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What the cluster shows and the driver answers."""
+
+    driver: str
+    attach_required: bool | None = None
+    storage_capacity: bool | None = None
+    fs_group_policy: str | None = None
+    volume_lifecycle_modes: tuple[str, ...] = ()
+    nodes: tuple[NodeRegistration, ...] = ()
+    binding_mode: str | None = None
+    allow_expansion: bool | None = None
+    plugin_name: str | None = None
+    vendor_version: str | None = None
+    version_source: str = ""
+
+    @property
+    def topology_keys(self) -> tuple[str, ...]:
+        """The keys every registered node reports (a key some node lacks is no topology)."""
+        regs = [n for n in self.nodes if n.registered]
+        if not regs:
+            return ()
+        common = set(regs[0].topology_keys)
+        for n in regs[1:]:
+            common &= set(n.topology_keys)
+        return tuple(sorted(common))
+
+    @property
+    def max_volumes(self) -> int | None:
+        counts = [n.allocatable for n in self.nodes if n.registered and n.allocatable is not None]
+        return min(counts) if counts else None
+
+    def table(self) -> dict[str, str]:
+        """Capability -> what was discovered, as the report shows it."""
+        def word(b: bool | None) -> str:
+            return "unknown" if b is None else ("yes" if b else "no")
+        return {
+            "attachRequired": word(self.attach_required),
+            "capacity": word(self.storage_capacity),
+            "topology": ", ".join(self.topology_keys) or "none",
+            "fsGroupPolicy": self.fs_group_policy or "unknown",
+            "volumeLimits": "unlimited" if self.max_volumes is None else str(self.max_volumes),
+            "controllerExpansion": word(self.allow_expansion) + " (StorageClass allowVolumeExpansion)",
+            "volumeBindingMode": self.binding_mode or "unknown",
+        }
+
+
+def _worker(node: Mapping[str, Any]) -> bool:
+    return CONTROL_PLANE_LABEL not in ((node.get("metadata") or {}).get("labels") or {})
+
+
+def discover(driver: str, csidriver: Mapping[str, Any] | None, csinodes: Iterable[Mapping[str, Any]],
+             nodes: Iterable[Mapping[str, Any]], storage_class: Mapping[str, Any] | None) -> Discovery:
+    """A Discovery from the objects as the API sends them (dicts). Only worker nodes count:
+    a driver need not run on the control plane."""
+    spec = (csidriver or {}).get("spec") or {}
+    by_node = {str(n["metadata"]["name"]): n for n in csinodes}
+    regs = []
+    for node in sorted((n for n in nodes if _worker(n)), key=lambda n: str(n["metadata"]["name"])):
+        name = str(node["metadata"]["name"])
+        entry = next((d for d in ((by_node.get(name) or {}).get("spec") or {}).get("drivers") or []
+                      if d.get("name") == driver), None)
+        if entry is None:
+            regs.append(NodeRegistration(name, False))
+        else:
+            count = (entry.get("allocatable") or {}).get("count")
+            regs.append(NodeRegistration(name, True, tuple(sorted(entry.get("topologyKeys") or [])),
+                                         None if count is None else int(count)))
+    sc = storage_class or {}
+    return Discovery(
+        driver=driver,
+        attach_required=None if csidriver is None else bool(spec.get("attachRequired", True)),
+        storage_capacity=None if csidriver is None else bool(spec.get("storageCapacity", False)),
+        fs_group_policy=None if csidriver is None else str(spec.get("fsGroupPolicy") or "ReadWriteOnceWithFSType"),
+        volume_lifecycle_modes=tuple(spec.get("volumeLifecycleModes") or ["Persistent"]),
+        nodes=tuple(regs),
+        binding_mode=str(sc.get("volumeBindingMode") or "Immediate") if sc else None,
+        allow_expansion=bool(sc.get("allowVolumeExpansion", False)) if sc else None,
+    )
+
+
+def missing_registrations(d: Discovery) -> list[str]:
+    """Workers whose CSINode does not list the driver."""
+    return [n.node for n in d.nodes if not n.registered]
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    capability: str
+    declared: str
+    discovered: str
+
+    def line(self) -> str:
+        return f"{self.capability}: the profile declares {self.declared}, the cluster shows {self.discovered}"
+
+
+def declared_table(profile: DriverProfile | None) -> dict[str, str]:
+    """Capability -> what the profile declares ("" for what a profile cannot say)."""
+    if profile is None:
+        return {}
+    def cap(name: str) -> str:
+        return "yes" if profile.has(name) else "no"
+    return {
+        "capacity": cap("capacity"),
+        "topology": ", ".join(profile.topology_keys) if profile.has("topology") else "none",
+        "fsGroupPolicy": "applies (fsGroup)" if profile.has("fsGroup") else "no fsGroup",
+        "volumeLimits": "limited" if profile.has("volumeLimits") else "no",
+        "controllerExpansion": cap("controllerExpansion"),
+    }
+
+
+def compare(profile: DriverProfile | None, d: Discovery) -> list[Disagreement]:
+    """Every capability the profile declares otherwise than the cluster shows."""
+    if profile is None:
+        return []
+    out = []
+    keys = set(d.topology_keys)
+    if profile.has("topology") and not keys:
+        out.append(Disagreement("topology", "topology", "no topology keys in any worker's CSINode"))
+    for key in profile.topology_keys:
+        if key not in keys:
+            lacking = [n.node for n in d.nodes if key not in n.topology_keys]
+            out.append(Disagreement(f"TopologyKeys {key}", f"topology key {key}",
+                                    f"no {key} in the CSINode of {', '.join(lacking) or 'every worker'}"))
+    if d.storage_capacity is not None and profile.has("capacity") != d.storage_capacity:
+        out.append(Disagreement("capacity", f"capacity={str(profile.has('capacity')).lower()}",
+                                f"CSIDriver storageCapacity={str(d.storage_capacity).lower()}"))
+    if d.fs_group_policy is not None and profile.has("fsGroup") and d.fs_group_policy == "None":
+        out.append(Disagreement("fsGroup", "fsGroup=true", "CSIDriver fsGroupPolicy=None"))
+    if profile.has("volumeLimits") and d.max_volumes is None:
+        out.append(Disagreement("volumeLimits", "volumeLimits=true", "no allocatable count in the CSINodes"))
+    if d.allow_expansion is not None and profile.has("controllerExpansion") and not d.allow_expansion:
+        out.append(Disagreement("controllerExpansion", "controllerExpansion=true",
+                                "the StorageClass has allowVolumeExpansion unset or false"))
+    return out
+
+
+def generated_profile(d: Discovery, storage_class: str) -> dict[str, Any]:
+    """A driver profile (upstream's testdriver file) from discovery, for a package with none."""
+    caps = {"persistence": True, "topology": bool(d.topology_keys), "capacity": bool(d.storage_capacity),
+            "volumeLimits": d.max_volumes is not None, "fsGroup": d.fs_group_policy not in (None, "None"),
+            "controllerExpansion": bool(d.allow_expansion), "exec": True, "multipods": True}
+    info: dict[str, Any] = {"Name": d.driver, "Capabilities": caps}
+    if d.topology_keys:
+        info["TopologyKeys"] = list(d.topology_keys)
+    return {"ShortName": d.driver.split(".")[0], "DriverInfo": info,
+            "StorageClass": {"FromExistingClassName": storage_class}}
+
+
+# ---- results ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SuiteRow:
+    suite: str
+    outcome: str  # passed | failed | skipped
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    reason: str = ""
+    link: str = ""  # the failing test's Allure result (the HTML report's ids are made when it is built)
+
+
+def _suite_of(data: Mapping[str, Any]) -> str:
+    labels = {str(lab.get("name")): str(lab.get("value")) for lab in data.get("labels") or []}
+    text = labels.get("suite") or labels.get("parentSuite") or str(data.get("fullName") or "")
+    match = re.search(r"test_([a-z0-9_]+)", text)
+    return match.group(1) if match else (text or "unknown")
+
+
+def suite_rows(results: Iterable[Mapping[str, Any]], suites: Sequence[str]) -> list[SuiteRow]:
+    """One row per suite from Allure result dicts (last attempt of each test counts); a suite
+    with no result is a failed row, not a silent gap."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for data in results:
+        if any(lab.get("name") == "pvchaos.certification" for lab in data.get("labels") or []):
+            continue
+        key = str(data.get("historyId") or data.get("fullName") or data.get("uuid"))
+        if key not in latest or int(data.get("stop") or 0) >= int(latest[key].get("stop") or 0):
+            latest[key] = data
+    grouped: dict[str, list[Mapping[str, Any]]] = {s: [] for s in suites}
+    for data in latest.values():
+        grouped.setdefault(_suite_of(data), []).append(data)
+    rows = []
+    for suite, items in grouped.items():
+        status = [str(i.get("status")) for i in items]
+        failed = [i for i in items if str(i.get("status")) not in ("passed", "skipped")]
+        skipped = [i for i in items if str(i.get("status")) == "skipped"]
+        n_passed, n_failed, n_skipped = status.count("passed"), len(failed), len(skipped)
+        if not items:
+            rows.append(SuiteRow(suite, "failed", reason="no results (the suite did not run)"))
+        elif failed:
+            first = failed[0]
+            message = str((first.get("statusDetails") or {}).get("message") or "").strip()
+            rows.append(SuiteRow(suite, "failed", n_passed, n_failed, n_skipped,
+                                 reason=f"{first.get('name')}: {message.splitlines()[0] if message else first.get('status')}",
+                                 link=f"allure-results/{first.get('uuid')}-result.json"))
+        elif len(skipped) == len(items):
+            rows.append(SuiteRow(suite, "skipped", n_passed, n_failed, n_skipped, reason=_skip_reasons(skipped)))
+        else:
+            rows.append(SuiteRow(suite, "passed", n_passed, n_failed, n_skipped,
+                                 reason=f"{len(skipped)} skipped" if skipped else ""))
+    return rows
+
+
+def _skip_reasons(skipped: Sequence[Mapping[str, Any]], most: int = 5) -> str:
+    """The distinct reasons a suite's tests skipped, in the order met (its tests may lack
+    different things: one the attach capability, another a cluster shape)."""
+    reasons: list[str] = []
+    for item in skipped:
+        labels = {str(lab.get("name")): str(lab.get("value")) for lab in item.get("labels") or []}
+        message = re.sub(r"^Skipped:\s*", "", str((item.get("statusDetails") or {}).get("message") or "").strip())
+        missing = labels.get(MISSING_LABEL)
+        first = message.splitlines()[0] if message else ""
+        if missing and f"no {missing}" not in first:
+            first = f"no {missing}: {first}"
+        # one test's reason may be several ("backend existing: no real-kubelet; ... no attach")
+        for reason in (r.strip() for r in first.split("; ")):
+            if reason and reason not in reasons:
+                reasons.append(reason)
+    extra = f"; and {len(reasons) - most} more" if len(reasons) > most else ""
+    return "; ".join(reasons[:most]) + extra
+
+
+def recovery_figures(results: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Measured figures (the kit's excluded Allure parameters with a unit) by test name."""
+    out: dict[str, str] = {}
+    for data in results:
+        for p in data.get("parameters") or []:
+            name, value = str(p.get("name") or ""), str(p.get("value") or "")
+            if re.search(r"(recover|time|seconds|latency|window|_s\b)", name, re.I) and re.search(r"\d", value):
+                out[f"{data.get('name')}: {name}"] = value
+    return dict(sorted(out.items()))
+
+
+# ---- the report -------------------------------------------------------------------------
+
+@dataclass
+class Certification:
+    """Everything certification.md and certification.json say."""
+
+    driver: str
+    driver_version: str
+    version_source: str
+    k8s_version: str
+    backend: str
+    discovered: dict[str, str]
+    declared: dict[str, str]
+    disagreements: list[Disagreement]
+    rows: list[SuiteRow]
+    findings: list[str] = field(default_factory=list)
+    recovery: dict[str, str] = field(default_factory=dict)
+    command: str = ""
+    profile_source: str = "generated from discovery"
+    plugin_name: str = ""  # the name GetPluginInfo answered; "" when it was not called
+
+    @property
+    def verdict(self) -> str:
+        failed = any(r.outcome == "failed" for r in self.rows) or self.disagreements or self.findings
+        return "FAILED" if failed else "PASSED"
+
+    def exit_code(self) -> int:
+        return 1 if self.verdict == "FAILED" else 0
+
+
+def to_json(c: Certification) -> dict[str, Any]:
+    body = asdict(c)
+    body["verdict"] = c.verdict
+    body["disagreements"] = [d.line() for d in c.disagreements]
+    return json.loads(redact(json.dumps(body)))
+
+
+def _cell(text: str) -> str:
+    return redact(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def render_markdown(c: Certification) -> str:
+    lines = [f"# CSI driver certification: {_cell(c.driver)}", "",
+             f"**{c.verdict}**: " + ", ".join(f"{sum(r.outcome == o for r in c.rows)} {o}"
+                                             for o in ("passed", "failed", "skipped")) + " suites"
+             + (f"; {len(c.disagreements)} profile disagreements" if c.disagreements else "")
+             + (f"; {len(c.findings)} findings" if c.findings else ""), "",
+             "| | |", "|---|---|",
+             f"| Driver | {_cell(c.driver)} |",
+             f"| Version | {_cell(c.driver_version)} ({_cell(c.version_source)}) |",
+             f"| GetPluginInfo name | {_cell(c.plugin_name or 'not called (see Version)')} |",
+             f"| Kubernetes | {_cell(c.k8s_version)} |",
+             f"| Backend | {_cell(c.backend)} |",
+             f"| Profile | {_cell(c.profile_source)} |",
+             "", "## Capabilities", "", "| Capability | Discovered | Declared | Agree |", "|---|---|---|---|"]
+    disagreeing = {"topology" if d.capability.startswith("TopologyKeys") else d.capability for d in c.disagreements}
+    for cap, found in c.discovered.items():
+        declared = c.declared.get(cap, "")
+        agree = "" if not declared else ("**no**" if cap in disagreeing else "yes")
+        lines.append(f"| {cap} | {_cell(found)} | {_cell(declared or '-')} | {agree or '-'} |")
+    if c.disagreements:
+        lines += ["", "Disagreements between the profile and the cluster:", ""]
+        lines += [f"- {_cell(d.line())}" for d in c.disagreements]
+    lines += ["", "## Suites", "", "| Suite | Result | Passed | Failed | Skipped | Reason |", "|---|---|---|---|---|---|"]
+    for r in c.rows:
+        result = "**failed**" if r.outcome == "failed" else r.outcome
+        reason = f"[{_cell(r.reason)}]({r.link})" if r.link else _cell(r.reason)
+        lines.append(f"| {r.suite} | {result} | {r.passed} | {r.failed} | {r.skipped} | {reason} |")
+    if c.recovery:
+        lines += ["", "## Recovery figures", "", "| Measurement | Value |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in c.recovery.items()]
+    lines += ["", "## Findings", ""]
+    lines += [f"- {_cell(f)}" for f in c.findings] or ["None: the uninstall left no PVC, PV or VolumeAttachment."]
+    lines += ["", "## Reproduce", "", "```sh", c.command, "```", ""]
+    return "\n".join(lines)
+
+
+def write_report(report_dir: Path, c: Certification) -> tuple[Path, Path]:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    md, js = report_dir / "certification.md", report_dir / "certification.json"
+    md.write_text(render_markdown(c))
+    js.write_text(json.dumps(to_json(c), indent=1) + "\n")
+    return md, js
