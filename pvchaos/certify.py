@@ -38,6 +38,7 @@ from pvchaos.certification import render_certification, results_from_allure
 from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.options import REPO_ROOT, Options
+from pvchaos.clusters.plugin_info import PluginChoice
 from pvchaos.clusters.topology import Topology
 from pvchaos.clusters.vendor_install import (
     WAIT_TIMEOUT,
@@ -128,27 +129,31 @@ def _label_version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl) 
     return "unknown", "no version label on the CSIDriver or the controller"
 
 
-def _version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl, discovery: pkg.Discovery,
-             backend: VendorKindBackend | None) -> tuple[str, str, str, list[str]]:
-    """(version, where it was read, the name GetPluginInfo answered or "", findings). On
-    kind, GetPluginInfo of the node plugin on the first registered worker; where it cannot
-    be called (--backend existing: no access to the nodes) or gives no answer, the label,
-    and the source says why."""
+def _plugin_info(package: pkg.DriverPackage, discovery: pkg.Discovery,
+                 backend: VendorKindBackend | None) -> tuple[PluginChoice | None, str]:
+    """GetPluginInfo of the node plugin on the first registered worker (kind), or None and
+    why it gave nothing: --backend existing has no access to the nodes, no worker
+    registers the driver, or the call failed or found no answer."""
     if backend is None:
-        version, source = _label_version(objects, package, kubectl)
-        return version, f"{source}; GetPluginInfo not called: --backend existing has no access to the nodes", "", []
+        return None, "GetPluginInfo not called: --backend existing has no access to the nodes"
     node = next((n.node for n in discovery.nodes if n.registered), None)
     if node is None:
-        version, source = _label_version(objects, package, kubectl)
-        return version, f"{source}; GetPluginInfo not called: no worker registers the driver", "", []
+        return None, "GetPluginInfo not called: no worker registers the driver"
     try:
         choice = backend.plugin_info(node, package.driver_name)
     except ClusterError as exc:
+        return None, f"GetPluginInfo on node {node} not called: {exc}"
+    return (choice, choice.source) if choice.info is not None else (None, choice.source)
+
+
+def _version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl, discovery: pkg.Discovery,
+             backend: VendorKindBackend | None) -> tuple[str, str, str, list[str]]:
+    """(version, where it was read, the name GetPluginInfo answered or "", findings): from
+    GetPluginInfo where it answers, else the label, and the source says why."""
+    choice, why = _plugin_info(package, discovery, backend)
+    if choice is None or choice.info is None:
         version, source = _label_version(objects, package, kubectl)
-        return version, f"{source}; GetPluginInfo on node {node} not called: {exc}", "", []
-    if choice.info is None:
-        version, source = _label_version(objects, package, kubectl)
-        return version, f"{source}; {choice.source}", "", []
+        return version, f"{source}; {why}", "", []
     findings = [choice.finding] if choice.finding else []
     return choice.info.vendor_version or "(empty vendor_version)", choice.source, choice.info.name, findings
 
