@@ -29,7 +29,9 @@ import shutil
 import subprocess
 import sys
 from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 import yaml
 
@@ -37,50 +39,81 @@ from pvchaos import certify_package as pkg
 from pvchaos.certification import render_certification, results_from_allure
 from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.kind import KindBackend, default_gates
 from pvchaos.clusters.options import REPO_ROOT, Options
 from pvchaos.clusters.plugin_info import PluginChoice
+from pvchaos.clusters.request import ClusterDefaults, ClusterRequest
+from pvchaos.clusters.storage import VendorStorage
 from pvchaos.clusters.topology import Topology
 from pvchaos.clusters.vendor_install import (
     WAIT_TIMEOUT,
     Kubectl,
-    VendorKindBackend,
-    apply_manifests,
     cluster_objects,
     delete_manifests,
     leftovers,
     wait_installed,
 )
+from pvchaos.clusters.vendor_package import DriverPackage, MissingImage, load_package
 from pvchaos.drivers.profile import DriverProfile, load_profile, parse_profile
 from pvchaos.runner import run_request
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
-# The suites about what Kubernetes does with a driver's volumes (issue 27, docs/certify.md
-# "The run"): each runs what applies to the discovered capabilities and skips the rest
-# naming the capability and its source. Through `--backend existing` the node-fault,
-# attach and capacity tests skip ("backend existing: no node-failure", ...); the suites
-# that never touch the driver (static binding, volume plugins, ...) are left out.
-DEFAULT_SUITES = ("binding_modes", "csi_topology", "spreading", "attach_detach", "node_failure", "capacity",
-                  "pv_affinity_mutation", "reclaim")
+# The suites of each certification tier (docs/certify.md "Tiers"): core is what Kubernetes
+# does with the driver's volumes when nothing breaks; disruption, what it does when nodes,
+# zones and the driver's own node plugin fail; scale, many volumes at once. Every suite is
+# driver-generic: a test that does not apply to the driver (its topology class, a
+# capability it lacks) skips naming why.
+TIERS: dict[str, tuple[str, ...]] = {
+    "core": ("binding_modes", "csi_topology", "spreading", "capacity", "pv_affinity_mutation", "reclaim"),
+    "disruption": ("node_failure", "attach_detach", "zone_outage", "real_kubelet"),
+    "scale": (),
+}
+DEFAULT_TIERS = ("core", "disruption", "scale")
+DEFAULT_SUITES = tuple(s for t in DEFAULT_TIERS for s in TIERS[t])
 VERSION_LABELS = ("app.kubernetes.io/version", "version")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--driver-dir", required=True, type=arguments.existing_dir,
                    help="the vendor's package: *.yaml manifests, images/*.tar, an optional driver profile")
-    p.add_argument("--backend", default="kind", choices=("kind", "existing"),
-                   help="kind: a new cluster, the package installed into it (default); existing: a cluster with "
+    p.add_argument("--backend", default="kind", choices=tuple(TARGETS),
+                   help="kind: new clusters, the package installed into each (default); existing: a cluster with "
                         "the driver installed already (--kubeconfig)")
     p.add_argument("--kubeconfig", type=arguments.existing_file, help="the cluster of --backend existing")
     p.add_argument("--context", type=arguments.free_text)
     p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
     p.add_argument("--zones", default="3", type=arguments.zones)
     p.add_argument("--nodes-per-zone", type=arguments.nodes_per_zone, default=1)
-    p.add_argument("--suites", default=",".join(DEFAULT_SUITES), type=suite_list,
-                   help="comma-separated suites (default: %(default)s)")
+    p.add_argument("--tiers", default=",".join(DEFAULT_TIERS), type=tier_list,
+                   help="comma-separated tiers: core, disruption, scale (default: %(default)s)")
+    p.add_argument("--suites", default=None, type=suite_list,
+                   help="comma-separated suites instead of the tiers' (e.g. binding_modes,reclaim)")
     p.add_argument("--wait-timeout", type=wait_seconds, default=WAIT_TIMEOUT,
                    help="seconds the driver has to register and its pods to be Ready (default %(default)s)")
     p.add_argument("--report-dir", default=str(REPO_ROOT / "reports" / "certify"), type=arguments.writable_dir)
     p.add_argument("--keep-cluster", action="store_true", help="leave the kind cluster running afterwards")
+
+
+def tier_list(text: str) -> str:
+    """Comma-separated tier names."""
+    names = str(text).split(",")
+    unknown = [t for t in names if t not in TIERS]
+    if not names or unknown:
+        raise arguments.Bad(f"{text!r}: not tiers ({', '.join(repr(u) for u in unknown) or 'none given'}); "
+                            f"use {', '.join(TIERS)}")
+    return text
+
+
+def chosen_suites(args: argparse.Namespace) -> tuple[str, ...]:
+    """--suites where given, else the suites of --tiers in tier order."""
+    if args.suites:
+        return tuple(s for s in args.suites.split(",") if s)
+    return tuple(dict.fromkeys(s for t in args.tiers.split(",") for s in TIERS[t]))
+
+
+def tier_of(suite: str) -> str:
+    """The tier a suite belongs to ("other" for one no tier names)."""
+    return next((t for t, suites in TIERS.items() if suite in suites), "other")
 
 
 def suite_list(text: str) -> str:
@@ -103,17 +136,16 @@ def wait_seconds(text: str) -> float:
 
 
 def reproduce_command(args: argparse.Namespace) -> str:
-    argv = ["bin/pvchaos", "certify", "--driver-dir", str(args.driver_dir), "--backend", args.backend]
-    if args.backend == "existing":
-        argv += ["--kubeconfig", str(args.kubeconfig)] + (["--context", args.context] if args.context else [])
-    else:
-        argv += ["--k8s-version", args.k8s_version, "--zones", args.zones, "--nodes-per-zone", str(args.nodes_per_zone)]
-    if args.suites != ",".join(DEFAULT_SUITES):
+    argv = ["bin/pvchaos", "certify", "--driver-dir", str(args.driver_dir), "--backend", args.backend,
+            *TARGETS[args.backend].reproduce_args(args)]
+    if args.suites:
         argv += ["--suites", args.suites]
+    elif args.tiers != ",".join(DEFAULT_TIERS):
+        argv += ["--tiers", args.tiers]
     return shlex.join(argv)
 
 
-def _label_version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl) -> tuple[str, str]:
+def _label_version(objects: dict, package: DriverPackage, kubectl: Kubectl) -> tuple[str, str]:
     """The version a label states: a version label of the CSIDriver, else of a controller
     workload; the fallback where GetPluginInfo cannot be called."""
     labels = ((objects.get("csidriver") or {}).get("metadata") or {}).get("labels") or {}
@@ -129,28 +161,26 @@ def _label_version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl) 
     return "unknown", "no version label on the CSIDriver or the controller"
 
 
-def _plugin_info(package: pkg.DriverPackage, discovery: pkg.Discovery,
-                 backend: VendorKindBackend | None) -> tuple[PluginChoice | None, str]:
-    """GetPluginInfo of the node plugin on the first registered worker (kind), or None and
-    why it gave nothing: --backend existing has no access to the nodes, no worker
+def _plugin_info(package: DriverPackage, discovery: pkg.Discovery,
+                 target: Target) -> tuple[PluginChoice | None, str]:
+    """GetPluginInfo of the node plugin on the first registered worker, or None and why it
+    gave nothing: the target has no access to the nodes (--backend existing), no worker
     registers the driver, or the call failed or found no answer."""
-    if backend is None:
-        return None, "GetPluginInfo not called: --backend existing has no access to the nodes"
     node = next((n.node for n in discovery.nodes if n.registered), None)
     if node is None:
         return None, "GetPluginInfo not called: no worker registers the driver"
     try:
-        choice = backend.plugin_info(node, package.driver_name)
+        choice = target.plugin_info(node, package.driver_name)
     except ClusterError as exc:
         return None, f"GetPluginInfo on node {node} not called: {exc}"
     return (choice, choice.source) if choice.info is not None else (None, choice.source)
 
 
-def _version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl, discovery: pkg.Discovery,
-             backend: VendorKindBackend | None) -> tuple[str, str, str, list[str]]:
+def _version(objects: dict, package: DriverPackage, kubectl: Kubectl, discovery: pkg.Discovery,
+             target: Target) -> tuple[str, str, str, list[str]]:
     """(version, where it was read, the name GetPluginInfo answered or "", findings): from
     GetPluginInfo where it answers, else the label, and the source says why."""
-    choice, why = _plugin_info(package, discovery, backend)
+    choice, why = _plugin_info(package, discovery, target)
     if choice is None or choice.info is None:
         version, source = _label_version(objects, package, kubectl)
         return version, f"{source}; {why}", "", []
@@ -158,7 +188,7 @@ def _version(objects: dict, package: pkg.DriverPackage, kubectl: Kubectl, discov
     return choice.info.vendor_version or "(empty vendor_version)", choice.source, choice.info.name, findings
 
 
-def _profile(package: pkg.DriverPackage, discovery: pkg.Discovery, report_dir: Path) -> tuple[DriverProfile, Path, str]:
+def _profile(package: DriverPackage, discovery: pkg.Discovery, report_dir: Path) -> tuple[DriverProfile, Path, str]:
     if package.profile is not None:
         return load_profile(package.profile), package.profile, str(package.profile)
     data = pkg.generated_profile(discovery, package.storage_class)
@@ -167,12 +197,12 @@ def _profile(package: pkg.DriverPackage, discovery: pkg.Discovery, report_dir: P
     return parse_profile(data, str(path), report_dir), path, f"generated from discovery ({path.name})"
 
 
-def _load(directory: Path, need_images: bool) -> pkg.DriverPackage:
+def _load(directory: Path, need_images: bool) -> DriverPackage:
     """The package; when an image is missing and DIR carries a `build.py` (the example
     packages do: their images are built here, not committed), it is run once first."""
     try:
-        return pkg.load_package(directory, need_images)
-    except pkg.MissingImage as exc:
+        return load_package(directory, need_images)
+    except MissingImage as exc:
         builder = directory / "build.py"
         if not builder.is_file():
             raise
@@ -181,17 +211,144 @@ def _load(directory: Path, need_images: bool) -> pkg.DriverPackage:
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()
             raise ClusterError(f"{builder}: exit {proc.returncode}: {tail[-1] if tail else ''}") from None
-        return pkg.load_package(directory, need_images)
+        return load_package(directory, need_images)
+
+
+class Target(Protocol):
+    """Where certify runs: a cluster with the package installed, how to reach it, how the
+    suites reach it, and what is left to undo."""
+
+    kubectl: Kubectl
+
+    @staticmethod
+    def check(args: argparse.Namespace) -> None:
+        """Refuse arguments that do not fit this target (ClusterError, one line)."""
+        ...
+
+    def start(self) -> None:
+        """Start the cluster and install the package (nothing where it is installed already)."""
+        ...
+
+    def run_options(self, base: Options) -> Options:
+        """The suites' run options: where clusters come from and what storage they hold."""
+        ...
+
+    def plugin_info(self, node: str, driver: str) -> PluginChoice:
+        """GetPluginInfo on a node; ClusterError where the target cannot reach nodes."""
+        ...
+
+    def finish(self, findings: list[str], keep: bool) -> None:
+        """Uninstall what `start` installed (a manifest that cannot be deleted is a finding)
+        and remove the cluster unless `keep`."""
+        ...
+
+
+@dataclass
+class NewKindClusters:
+    """Kind clusters pvchaos starts with the vendor's package as their storage: certify's
+    own (discovery, GetPluginInfo, the uninstall check), which the suites run on
+    (`--kind-cluster`), and every cluster of another shape or gates a suite asks for,
+    which the kind provider starts with the same package (`--driver-package`)."""
+
+    args: argparse.Namespace
+    package: DriverPackage
+    logs_dir: Path
+    backend: KindBackend = field(init=False)
+    kubectl: Kubectl = field(init=False)
+    loads_images = True  # every image the manifests run must be in images/*.tar (no registry)
+
+    @staticmethod
+    def check(args: argparse.Namespace) -> None:
+        if args.kubeconfig or args.context:
+            raise ClusterError("certify: --kubeconfig and --context are for --backend existing")
+
+    def __post_init__(self) -> None:
+        version = self.args.k8s_version
+        defaults = ClusterDefaults(Topology.parse(self.args.zones, self.args.nodes_per_zone),
+                                   default_gates(version), version,
+                                   VendorStorage(self.package, self.args.wait_timeout))
+        self.backend = KindBackend.for_request(ClusterRequest(), defaults, cluster=f"certify-{secrets.token_hex(3)}",
+                                               detached=self.args.keep_cluster)
+        self.backend.logs_dir = self.logs_dir
+        self.kubectl = self.backend.kubectl()
+
+    @staticmethod
+    def reproduce_args(args: argparse.Namespace) -> list[str]:
+        return ["--k8s-version", args.k8s_version, "--zones", args.zones, "--nodes-per-zone", str(args.nodes_per_zone)]
+
+    def start(self) -> None:
+        self.backend.up()  # images loaded, manifests applied, registration and Ready waited for
+
+    def run_options(self, base: Options) -> Options:
+        return replace(base, backend="kind", kind_cluster=self.backend.cluster,
+                       driver_package=str(self.package.directory), zones=self.args.zones,
+                       nodes_per_zone=self.args.nodes_per_zone, k8s_version=self.args.k8s_version)
+
+    def plugin_info(self, node: str, driver: str) -> PluginChoice:
+        return self.backend.plugin_info(node, driver)
+
+    def finish(self, findings: list[str], keep: bool) -> None:
+        if self.backend.engine is None:  # never started
+            return
+        findings += delete_manifests(self.kubectl, self.package.manifests)
+        if keep:
+            print(f"[pvchaos certify] kept kind cluster {self.backend.cluster}: export KUBECONFIG="
+                  f"{self.backend.kubeconfig}", file=sys.stderr)
+            return
+        self.backend.down()
+
+
+@dataclass
+class InstalledCluster:
+    """A cluster the driver is installed in already (`--backend existing`): the suites run
+    through the existing backend; pvchaos has no access to its nodes."""
+
+    args: argparse.Namespace
+    package: DriverPackage
+    logs_dir: Path
+    kubectl: Kubectl = field(init=False)
+    loads_images = False  # the cluster pulls its own
+
+    @staticmethod
+    def check(args: argparse.Namespace) -> None:
+        if not args.kubeconfig:
+            raise ClusterError("certify --backend existing: give --kubeconfig of the cluster the driver is installed in")
+
+    def __post_init__(self) -> None:
+        self.kubectl = Kubectl(Path(self.args.kubeconfig), self.args.k8s_version, self.args.context)
+
+    @staticmethod
+    def reproduce_args(args: argparse.Namespace) -> list[str]:
+        return ["--kubeconfig", str(args.kubeconfig)] + (["--context", args.context] if args.context else [])
+
+    def start(self) -> None:
+        workloads = [(w.kind, w.namespace, w.name) for w in self.package.workloads]
+        waited = wait_installed(self.kubectl, self.package.driver_name, workloads, self.logs_dir,
+                                self.args.wait_timeout)
+        print(f"[pvchaos certify] {self.package.driver_name} registered and Ready in {waited:.0f}s", file=sys.stderr)
+
+    def run_options(self, base: Options) -> Options:
+        context = self.args.context or ""
+        return replace(base, backend="existing", kubeconfig=str(self.kubectl.kubeconfig), context=context or None,
+                       allow_disruptive=True, allow_contexts=(context,) if context else ())
+
+    def plugin_info(self, node: str, driver: str) -> PluginChoice:
+        raise ClusterError("--backend existing has no access to the nodes")
+
+    def finish(self, findings: list[str], keep: bool) -> None:
+        """The driver was installed by hand: it stays installed."""
+
+
+TARGETS: dict[str, type[NewKindClusters] | type[InstalledCluster]] = {
+    "kind": NewKindClusters, "existing": InstalledCluster}
 
 
 def run(args: argparse.Namespace) -> int:
     report_dir = Path(args.report_dir).resolve()
-    suites = tuple(s for s in suite_list(args.suites).split(",") if s)
-    if args.backend == "existing" and not args.kubeconfig:
-        raise ClusterError("certify --backend existing: give --kubeconfig of the cluster the driver is installed in")
-    if args.backend == "kind" and (args.kubeconfig or args.context):
-        raise ClusterError("certify: --kubeconfig and --context are for --backend existing")
-    package = _load(Path(args.driver_dir), args.backend == "kind")
+    suites = chosen_suites(args)
+    target_type = TARGETS[args.backend]
+    target_type.check(args)
+    package = _load(Path(args.driver_dir), need_images=target_type.loads_images)
     if package.profile is not None:
         load_profile(package.profile)  # a bad profile is refused before the cluster starts
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -200,39 +357,23 @@ def run(args: argparse.Namespace) -> int:
     for stale in ("certification.md", "certification.json", "certification-behaviours.md", "driver-profile.yaml"):
         (report_dir / stale).unlink(missing_ok=True)
     findings: list[str] = []
-    backend: VendorKindBackend | None = None
+    target: Target = target_type(args, package, report_dir / "certify-logs")
     with ExitStack() as stack:
-        if args.backend == "kind":
-            backend = VendorKindBackend(cluster=f"certify-{secrets.token_hex(3)}", k8s_version=args.k8s_version,
-                                        topology=Topology.parse(args.zones, args.nodes_per_zone))
-            if not args.keep_cluster:
-                stack.callback(backend.down)
-            backend.up()
-            kubectl = Kubectl(backend.kubeconfig, args.k8s_version)
-            context = f"kind-{backend.cluster}"
-            backend.load_images(package.images)
-            stack.callback(_uninstall, kubectl, package, findings)
-            apply_manifests(kubectl, package.manifests)
-        else:
-            kubectl = Kubectl(Path(args.kubeconfig), args.k8s_version, args.context)
-            context = args.context or ""
-        workloads = [(w.kind, w.namespace, w.name) for w in package.workloads]
-        waited = wait_installed(kubectl, package.driver_name, workloads, report_dir / "certify-logs", args.wait_timeout)
-        print(f"[pvchaos certify] {package.driver_name} registered and Ready in {waited:.0f}s", file=sys.stderr)
+        stack.callback(target.finish, findings, args.keep_cluster)
+        target.start()
+        kubectl = target.kubectl
         objects = cluster_objects(kubectl, package.driver_name, package.storage_class)
         discovery = pkg.discover(package.driver_name, objects["csidriver"], objects["csinodes"], objects["nodes"],
                                  objects["storage_class"])
-        version, version_source, plugin_name, name_findings = _version(objects, package, kubectl, discovery, backend)
+        version, version_source, plugin_name, name_findings = _version(objects, package, kubectl, discovery, target)
         findings += name_findings
         print(f"[pvchaos certify] version {version} ({version_source})", file=sys.stderr)
         profile, profile_path, profile_source = _profile(package, discovery, report_dir)
         disagreements = pkg.compare(profile, discovery)
         for d in disagreements:
             print(f"[pvchaos certify] profile disagrees: {d.line()}", file=sys.stderr)
-        code = run_request(Options(
-            backend="existing", kubeconfig=str(kubectl.kubeconfig), context=context or None, profile=str(profile_path),
-            allow_disruptive=True, allow_contexts=(context,) if context else (), suites=suites, workers="0",
-            report_dir=report_dir))
+        base = Options(profile=str(profile_path), suites=suites, workers="0", report_dir=report_dir)
+        code = run_request(target.run_options(base))
         if code == 2:
             raise ClusterError(f"certify: the suites refused to run (exit 2); see {report_dir}")
         findings += leftovers(kubectl, package.driver_name)
@@ -251,8 +392,3 @@ def run(args: argparse.Namespace) -> int:
     print(md.read_text())
     print(f"certification: {md} and {js}; Allure report: {report_dir / 'html' / 'index.html'}")
     return cert.exit_code()
-
-
-def _uninstall(kubectl: Kubectl, package: pkg.DriverPackage, findings: list[str]) -> None:
-    """Manifests deleted in reverse order; a manifest that cannot be deleted is a finding."""
-    findings += delete_manifests(kubectl, package.manifests)

@@ -19,7 +19,9 @@ from pvchaos.clusters.local.config import minor_of, parse_feature_gates
 from pvchaos.clusters.options import Options
 from pvchaos.clusters.pool import ClusterDefaults
 from pvchaos.clusters.provider import Feature
+from pvchaos.clusters.storage import VendorStorage
 from pvchaos.clusters.topology import Topology
+from pvchaos.clusters.vendor_package import PackageError, load_package
 from pvchaos.drivers.profile import DriverProfile, load_profile
 from pvchaos.kit.storm_plan import StormShape, memory_refusal, suite_shape
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
@@ -49,6 +51,8 @@ class RunConfig:
     minor: int = 0
     profile: DriverProfile | None = None
     scale_shape: StormShape | None = None  # the storm's shape with --scale, else None
+    storage: VendorStorage | None = None  # --driver-package: the vendor's stack of every cluster
+
 
     @property
     def backend(self) -> str:
@@ -57,7 +61,7 @@ class RunConfig:
     @property
     def cluster_defaults(self) -> ClusterDefaults:
         """The shape, gates and version the cluster pool starts clusters with."""
-        return ClusterDefaults(self.topology, self.feature_gates, self.k8s_version)
+        return ClusterDefaults(self.topology, self.feature_gates, self.k8s_version, self.storage)
 
 
 def resolve(options: Options, *, read_profile: bool = True) -> RunConfig:
@@ -78,8 +82,14 @@ def resolve(options: Options, *, read_profile: bool = True) -> RunConfig:
             shape = suite_shape(options.scale_size, topology.zones)
         except ValueError as exc:
             raise ValueError(f"--scale-size {options.scale_size}: {exc}") from None
+    storage = None
+    if options.driver_package:
+        try:
+            storage = VendorStorage(load_package(options.driver_package))
+        except PackageError as exc:
+            raise ValueError(f"--driver-package: {exc}") from None
     return RunConfig(options=options, topology=topology, feature_gates=gates, k8s_version=version,
-                     minor=minor, profile=profile, scale_shape=shape)
+                     minor=minor, profile=profile, scale_shape=shape, storage=storage)
 
 
 def scale_problem(opts: Options, available_mib: float) -> str | None:

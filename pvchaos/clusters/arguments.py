@@ -234,3 +234,11 @@ def as_path(check: Callable[[str], str]) -> Callable[[str], Path]:
 def free_text(text: str) -> str:
     """Text passed on as it is (a pytest -k expression, a kubeconfig context): one line."""
     return _printable(text)
+
+
+def kind_cluster_name(text: str) -> str:
+    """The name of a kind cluster pvchaos started (`pvchaos cluster list` shows them):
+    1-32 lowercase letters, digits and '-'."""
+    if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", str(text)):
+        raise Bad(f"{text!r}: not a kind cluster name (1-32 lowercase letters, digits and '-')")
+    return text

@@ -41,6 +41,10 @@ class Capability(StrEnum):
     # the harness's own provisioners, which fail on pvchaos.dev/fail-* class parameters
     # (docs/writing-suites.md#making-provisioning-fail); never a profile's driver
     PROVISIONING_FAILURES = "provisioning-failures"
+    # the run's driver is pvchaos-csi itself: a test that reads or writes its control files
+    # (capacity knobs, volume moves, its calls log, its node plugin unit) needs it; with a
+    # vendor's driver such a test skips naming this, never silently (issue 35)
+    HARNESS_DRIVER = "pvchaos-csi-control"
     # the backend can upgrade the running cluster's components in place (local:
     # clusters/local/upgrade.py; the handle's faults are the LocalCluster, see `upgradable`)
     IN_PLACE_UPGRADE = "in-place-upgrade"

@@ -288,7 +288,8 @@ class ExistingProvider:
     def prepare(self, options: Any) -> Teardown | None:
         return None
 
-    def connect(self, options: Any) -> tuple[ClusterHandle, Teardown | None]:
+    def connect(self, options: Any, defaults: Any = None) -> tuple[ClusterHandle, Teardown | None]:
+        """The cluster --kubeconfig names (its storage is what is installed there)."""
         if not options.kubeconfig:
             raise ClusterError("backend existing: --kubeconfig is required")
         return ExistingBackend(options.kubeconfig, options.context, options.allow_disruptive,

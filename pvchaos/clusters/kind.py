@@ -41,20 +41,24 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
-from pvchaos.clusters import csi, kind_csi
+from pvchaos.clusters import csi, kind_csi, vendor_install
 from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterError, ClusterHandle
 from pvchaos.clusters.common.gates import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
 from pvchaos.clusters.common.processes import ProcessRecord, spawn, stop
 from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from pvchaos.clusters.common.state import state_root
-from pvchaos.clusters.provider import Feature, Teardown
+from pvchaos.clusters.plugin_info import PluginChoice
+from pvchaos.clusters.provider import Feature, ProvideHooks, Teardown
+from pvchaos.clusters.request import SHAPE_FIELDS, CannotProvide, ClusterDefaults, ClusterRequest
+from pvchaos.clusters.storage import HarnessStorage, StorageStack, VendorStorage, vendor_refusal
 from pvchaos.clusters.topology import HOSTNAME_KEY, Topology
+from pvchaos.clusters.vendor_package import load_package
 from pvchaos.kube.client import connect
 from pvchaos.tools.build import REPO_ROOT, BuildError, ensure_binaries
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
@@ -79,7 +83,6 @@ DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpd
 # preflight asks a registry for kube-proxy and CoreDNS, which these clusters do not run
 # (every image they run is in the node image already).
 PREFLIGHT: dict[str, Any] = {"ignorePreflightErrors": ["SystemVerification", "ImagePull"]}
-PROVISIONER_KINDS = ("csi", "test-double")  # as the local backend's LocalClusterConfig.provisioner_kind
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 CLUSTER_LABEL = "io.x-k8s.kind.cluster"
 WAIT = "180s"
@@ -413,10 +416,12 @@ class KindBackend:
     engine: Engine | None = None
     image: str | None = None
     detached: bool = False  # outlives this process (`cluster up`); else its provisioners die with us
-    # "csi": our driver with upstream's sidecars (kind_csi.py); "test-double": the old
-    # host provisioner writing hostPath PVs, kept as the local backend keeps it, to compare.
-    provisioner_kind: str = "csi"
-    csi_options: csi.CsiOptions = field(default_factory=csi.CsiOptions)
+    # pvchaos-csi with upstream's sidecars (kind_csi.py), as its CsiOptions say; or the old
+    # host test double writing hostPath PVs (kept, as the local backend keeps it, to
+    # compare); or a vendor's package, installed into the cluster as its only storage.
+    storage: StorageStack = field(default_factory=HarnessStorage)
+    # where a vendor package's pod logs go when it does not come up (default: the cluster's directory)
+    logs_dir: Path | None = None
     # The cluster's network is ours to remove: true for a cluster pvchaos made earlier
     # (`cluster down`); `up` clears it until it has created the network itself.
     _owns_network: bool = field(default=True, init=False, repr=False)
@@ -425,22 +430,79 @@ class KindBackend:
     def __post_init__(self) -> None:
         if not _NAME.match(self.cluster):
             raise ValueError(f"kind cluster name {self.cluster!r}: use 1-32 lowercase letters, digits and '-'")
-        if self.provisioner_kind not in PROVISIONER_KINDS:
-            raise ValueError(f"kind: provisioner_kind {self.provisioner_kind!r}: use one of {', '.join(PROVISIONER_KINDS)}")
         if self.directory is None:
             self.directory = kind_directory(self.cluster)
         self.config()  # version, gates and labels are refused here, before anything runs
 
     @classmethod
-    def from_options(cls, options: Any, cluster: str = "pvchaos") -> KindBackend:
-        """From the run options (pvchaos.provider.Options)."""
+    def for_request(cls, request: ClusterRequest, defaults: ClusterDefaults, cluster: str,
+                    detached: bool = False) -> KindBackend:
+        """A cluster of the run's defaults and what the request asks beyond them (zones,
+        nodes per zone, gates, storage stack); CannotProvide with the reason for anything
+        else the request asks, or a storage setting a vendor's package cannot take."""
+        rest = replace(request, **{f: getattr(ClusterRequest(), f) for f in SHAPE_FIELDS})
+        if not rest.is_default:
+            raise CannotProvide(f"backend kind: cannot start a cluster with {rest.describe()} "
+                                f"(it starts clusters of other zones, nodes, feature gates and CSI stack options only)")
+        storage = request.storage(defaults)
+        if isinstance(storage, VendorStorage):
+            refusal = vendor_refusal(storage.package, request.csi_options())
+            if refusal:
+                raise CannotProvide(refusal)
+        topology = defaults.topology
+        if request.zones is not None or request.nodes_per_zone is not None:
+            topology = replace(topology, zones=request.zones or topology.zones,
+                               nodes_per_zone=request.nodes_per_zone or topology.nodes_per_zone)
         try:
-            version = options.k8s_version or DEFAULT_K8S_VERSION
-            gates = {**default_gates(version), **parse_feature_gates(options.feature_gates or "")}
-            return cls(cluster=cluster, topology=Topology.parse(options.zones, options.nodes_per_zone),
-                       k8s_version=version, feature_gates=gates)
+            gates = {**default_gates(defaults.k8s_version), **defaults.feature_gates, **dict(request.feature_gates)}
+            return cls(cluster=cluster, topology=topology, k8s_version=defaults.k8s_version, feature_gates=gates,
+                       storage=storage, detached=detached)
         except ValueError as exc:
             raise ClusterError(str(exc)) from None
+
+    # -- a cluster another process started: its spec on disk ---------------------------------
+    @property
+    def spec_file(self) -> Path:
+        assert self.directory is not None
+        return self.directory / "backend.json"
+
+    def _write_spec(self) -> None:
+        """What `attach` needs to rebuild this backend in another process (certify's run)."""
+        if isinstance(self.storage, VendorStorage):
+            storage: dict[str, Any] = {"vendor": str(self.storage.package.directory.resolve()),
+                                       "wait_timeout": self.storage.wait_timeout}
+        else:
+            storage = {"csi": asdict(self.storage.csi), "test_double": self.storage.test_double}
+        self.spec_file.write_text(json.dumps({
+            "zones": list(self.topology.zones), "nodes_per_zone": self.topology.nodes_per_zone,
+            "k8s_version": self.k8s_version, "feature_gates": self.feature_gates, "kcm_flags": self.kcm_flags,
+            "image": self.image, "storage": storage}, indent=1))
+
+    @classmethod
+    def attach(cls, cluster: str) -> KindBackend:
+        """The backend of a kind cluster pvchaos started and has not removed, from its spec
+        (ClusterError naming the clusters there are when it is not one of them)."""
+        directory = kind_directory(cluster)
+        try:
+            spec = json.loads((directory / "backend.json").read_text())
+        except (OSError, ValueError):
+            raise ClusterError(f"--kind-cluster {cluster}: not a running pvchaos kind cluster (there are: "
+                               f"{', '.join(kind_clusters()) or 'none'}; `pvchaos cluster list`)") from None
+        stored = spec["storage"]
+        storage: StorageStack
+        if "vendor" in stored:
+            storage = VendorStorage(load_package(stored["vendor"]), float(stored.get("wait_timeout", 180.0)))
+        else:
+            storage = HarnessStorage(csi.CsiOptions(**stored["csi"]), bool(stored.get("test_double")))
+        backend = cls(cluster=cluster, topology=Topology.parse(",".join(spec["zones"]), spec["nodes_per_zone"]),
+                      k8s_version=spec["k8s_version"], feature_gates=spec["feature_gates"],
+                      kcm_flags=spec["kcm_flags"], directory=directory, image=spec.get("image"), storage=storage,
+                      detached=True)
+        try:
+            backend.engine = ensure_engine()
+        except EngineError as exc:
+            raise ClusterError(str(exc)) from None
+        return backend
 
     @property
     def kubeconfig(self) -> Path:
@@ -453,7 +515,16 @@ class KindBackend:
 
     @property
     def runs_csi(self) -> bool:
-        return self.provisioner_kind == "csi"
+        """pvchaos-csi and upstream's sidecars (not the test double, not a vendor's package)."""
+        return isinstance(self.storage, HarnessStorage) and not self.storage.test_double
+
+    @property
+    def vendor(self) -> VendorStorage | None:
+        return self.storage if isinstance(self.storage, VendorStorage) else None
+
+    @property
+    def csi_options(self) -> csi.CsiOptions:
+        return self.storage.csi if isinstance(self.storage, HarnessStorage) else csi.CsiOptions()
 
     def config(self) -> dict[str, Any]:
         assert self.directory is not None
@@ -539,9 +610,13 @@ class KindBackend:
         try:
             self._create_network()
             self._create_cluster(config_file)
+            self._write_spec()
             created = time.monotonic()
             if self.runs_csi:
                 self._start_csi()
+            elif self.vendor is not None:
+                self._await_nodes_ready()
+                self._install_vendor(self.vendor)
             else:
                 self._await_nodes_ready()
                 self._start_provisioner()
@@ -549,8 +624,9 @@ class KindBackend:
             self._teardown(quiet=True)
             raise
         done = time.monotonic()
+        stack = "CSI and " if self.runs_csi else (f"{self.vendor.driver} installed and " if self.vendor else "")
         _log(f"kind cluster {self.cluster} ready in {done - start:.0f}s (kind create {created - start:.0f}s, "
-             f"then {'CSI and ' if self.runs_csi else ''}nodes Ready {done - created:.0f}s)")
+             f"then {stack}nodes Ready {done - created:.0f}s)")
         return self.handle()
 
     def _create_cluster(self, config_file: Path) -> None:
@@ -590,6 +666,32 @@ class KindBackend:
         finally:
             kube.api.close()
         _log(f"{csi.DRIVER_NAME} registered by the kubelet on {len(workers)} workers ({waited:.1f}s after Ready)")
+
+    def _install_vendor(self, vendor: VendorStorage) -> None:
+        """The vendor's images into every node, its manifests applied in name order, then the
+        bounded wait for registration in every worker's CSINode and its workloads Ready
+        (vendor_install.py); the pods' logs go to `logs_dir` when it does not come up."""
+        assert self.engine is not None and self.directory is not None
+        package = vendor.package
+        vendor_install.load_images(self.engine, self.cluster, package.images)
+        kubectl = self.kubectl()
+        vendor_install.apply_manifests(kubectl, package.manifests)
+        workloads = [(w.kind, w.namespace, w.name) for w in package.workloads]
+        waited = vendor_install.wait_installed(kubectl, package.driver_name, workloads,
+                                               self.logs_dir or self.directory / "vendor-logs", vendor.wait_timeout)
+        _log(f"{package.driver_name} (package {package.directory}) registered and Ready in {waited:.0f}s")
+
+    def kubectl(self) -> vendor_install.Kubectl:
+        """kubectl of the cluster's version against its kubeconfig."""
+        return vendor_install.Kubectl(self.kubeconfig, self.k8s_version)
+
+    def plugin_info(self, node: str, driver: str) -> PluginChoice:
+        """GetPluginInfo of `driver` as its node plugin on `node` answers it (vendor_install)."""
+        assert self.engine is not None
+        container = kind_node_names(self.cluster, self.topology).get(node)
+        if container is None:
+            return PluginChoice(node, None, why=f"node {node} is not a worker of kind cluster {self.cluster}")
+        return vendor_install.plugin_info(self.engine, container, node, driver)
 
     def _await_nodes_ready(self) -> None:
         """kind's --wait covers the control plane; the suites need every worker Ready."""
@@ -672,7 +774,11 @@ class KindBackend:
             raise ClusterError("; ".join(problems))
 
     def _provisioner_description(self) -> dict[str, str]:
-        """Which provisioner runs, for the cluster's description (the Allure environment)."""
+        """Which storage runs, for the cluster's description (the Allure environment)."""
+        if self.vendor is not None:
+            package = self.vendor.package
+            return {"storage": f"vendor package {package.directory} (driver {package.driver_name}, class "
+                               f"{package.storage_class}, attachRequired {str(package.attach_required).lower()})"}
         if not self.runs_csi:
             return {"provisioner": f"test double pvchaos-provisioner ({ZONAL_PROVISIONER}, {LOCAL_PROVISIONER}; "
                                    f"hostPath under {HOSTPATH_VOLUME_ROOT})"}
@@ -680,27 +786,41 @@ class KindBackend:
                 "csi volumes": f"zonal: per-zone host directory mounted at {kind_csi.NODE_ZONE_DIR} in that zone's "
                                f"workers; node-local: {kind_csi.NODE_DATA_ROOT}/local in the node"}
 
-    def handle(self) -> ClusterHandle:
-        assert self.engine is not None
-        cfg = self.config()
-        gates = dict(cfg.get("featureGates", {}))
+    def capabilities(self) -> frozenset[str]:
+        """What this cluster can do, known before it starts (pure over its configuration):
+        the nodes' side is kind's; attach and the pvchaos-csi control files are the storage
+        stack's (a vendor's package attaches where its CSIDriver says attachRequired)."""
         caps = {Capability.STATIC_PV, Capability.NODE_FAILURE, Capability.NODE_LABELS,
                 Capability.COMPONENT_RESTART, Capability.OWNED, Capability.EPHEMERAL_STORAGE,
                 Capability.DYNAMIC_LOCAL, Capability.DYNAMIC_ZONAL, Capability.REAL_KUBELET,
-                Capability.PROVISIONING_FAILURES, Capability.CONTAINER_FAULTS}
+                Capability.CONTAINER_FAULTS}
         if len(self.topology.zones) >= 2:
             caps.add(Capability.ZONES)
-        if self.runs_csi:
-            caps.add(Capability.ATTACH)
-        if gates.get(MUTABLE_PV_GATE):
+        if self.vendor is not None:
+            if self.vendor.package.attach_required:
+                caps.add(Capability.ATTACH)
+        else:
+            caps.add(Capability.PROVISIONING_FAILURES)
+            if self.runs_csi:
+                caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER}
+        if dict(self.config().get("featureGates", {})).get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
+        return frozenset(caps)
+
+    def handle(self) -> ClusterHandle:
+        assert self.engine is not None
+        gates = dict(self.config().get("featureGates", {}))
+        if self.vendor is not None:
+            provisioner: str | None = self.vendor.driver
+        else:
+            provisioner = csi.DRIVER_NAME if self.runs_csi else ZONAL_PROVISIONER
         names = kind_node_names(self.cluster, self.topology)
         kcm = DEFAULT_KCM_FLAGS if self.kcm_flags is None else self.kcm_flags
         return ClusterHandle(
             name=self.cluster, backend="kind", kubeconfig=self.kubeconfig, context=f"kind-{self.cluster}",
-            k8s_version=self.k8s_version, capabilities=frozenset(caps), feature_gates=gates,
-            zonal_class_provisioner=csi.DRIVER_NAME if self.runs_csi else ZONAL_PROVISIONER,
-            local_class_provisioner=csi.DRIVER_NAME if self.runs_csi else LOCAL_PROVISIONER,
+            k8s_version=self.k8s_version, capabilities=self.capabilities(), feature_gates=gates,
+            zonal_class_provisioner=provisioner,
+            local_class_provisioner=provisioner if self.vendor is not None or self.runs_csi else LOCAL_PROVISIONER,
             faults=KindFaults(self.cluster, self.engine, kind_containers(self.cluster, self.topology), self.network),
             directory=self.directory,
             mountable_volumes=True,
@@ -716,35 +836,61 @@ class KindBackend:
 
 class KindProvider:
     """The kind backend as a `Provider` (clusters/provider.py): one harness-owned kind
-    cluster per run, started when the run first needs it."""
+    cluster per run (or one a user or certify started, `--kind-cluster`), started when the
+    run first needs it, and, one at a time beside it, a cluster for any request of another
+    shape, gates or storage setting (`shaped-clusters`). Every cluster it starts runs the
+    run's storage stack: pvchaos-csi, or the vendor's package (`--driver-package`)."""
 
     name = "kind"
     features = frozenset({Feature.STARTS_CLUSTERS, Feature.SHAPED_CLUSTERS})
 
     def problem(self, options: Any) -> str | None:
+        if options.kind_cluster and options.kind_cluster not in kind_clusters():
+            return (f"--kind-cluster {options.kind_cluster}: no pvchaos kind cluster of that name (there are: "
+                    f"{', '.join(kind_clusters()) or 'none'})")
         return None
 
     def prepare(self, options: Any) -> Teardown | None:
         """Engine, kind, node image and the CSI binaries before any worker starts (so a
         missing piece is one error, not one per test); stops the engine after, if ours."""
-        backend = KindBackend.from_options(options)
+        try:
+            defaults = ClusterDefaults.parse(options)
+        except ValueError as exc:
+            raise ClusterError(str(exc)) from None
+        backend = KindBackend.for_request(ClusterRequest(), defaults, cluster="pvchaos")
         backend.prepare()
         engine = backend.engine
         if engine is None:
             return None
 
         def stop() -> None:
-            stop_engine(engine)  # only an engine pvchaos started
+            stop_engine(engine)  # only an engine pvchaos started (and none with kind containers left)
         return stop
 
-    def connect(self, options: Any) -> tuple[ClusterHandle, Teardown | None]:
-        return self.connect_shaped(options, csi.CsiOptions())
+    def connect(self, options: Any, defaults: ClusterDefaults) -> tuple[ClusterHandle, Teardown | None]:
+        """The run's cluster: the one `--kind-cluster` names (left running), or a new one."""
+        if options.kind_cluster:
+            return KindBackend.attach(options.kind_cluster).handle(), None
+        return self.provide(options, ClusterRequest(), defaults, ProvideHooks())
 
-    def connect_shaped(self, options: Any, csi_options: csi.CsiOptions) -> tuple[ClusterHandle, Teardown | None]:
-        """A cluster of the options' shape and gates, its CSI stack run as `csi_options`
-        says (capacity tracking, strict topology, volume limit: clusters/pool.py)."""
-        backend = KindBackend.from_options(options, cluster=f"pvchaos-{secrets.token_hex(3)}")
-        backend.csi_options = csi_options
+    def capabilities(self, request: ClusterRequest, defaults: ClusterDefaults,
+                     hooks: ProvideHooks) -> frozenset[str]:
+        return KindBackend.for_request(request, defaults, cluster="pvchaos").capabilities()
+
+    def missing_details(self, request: ClusterRequest, defaults: ClusterDefaults,
+                        hooks: ProvideHooks) -> dict[str, str]:
+        backend = KindBackend.for_request(request, defaults, cluster="pvchaos")
+        if backend.vendor is not None and not backend.vendor.package.attach_required:
+            return {Capability.ATTACH: f"driver {backend.vendor.driver}'s CSIDriver sets attachRequired false"}
+        if backend.vendor is not None:
+            return {Capability.HARNESS_DRIVER: f"driver {backend.vendor.driver} is a vendor's, not pvchaos-csi",
+                    Capability.PROVISIONING_FAILURES: "only the harness's own drivers fail on pvchaos.dev/fail-*"}
+        return {}
+
+    def provide(self, options: Any, request: ClusterRequest, defaults: ClusterDefaults,
+                hooks: ProvideHooks) -> tuple[ClusterHandle, Teardown | None]:
+        """A new cluster for this request, its storage stack the request's (clusters/pool.py)."""
+        backend = KindBackend.for_request(request, defaults, cluster=f"pvchaos-{secrets.token_hex(3)}")
         handle = backend.up()
         return handle, lambda: backend.down(handle)
 

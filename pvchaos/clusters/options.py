@@ -76,6 +76,12 @@ class Options:
         "--keep-cluster", "leave shared clusters running after the run", action="store_true"))
     profile: str | None = field(default=None, metadata=_opt(
         "--profile", "a driver profile (upstream external storage test driver file)", check=arguments.existing_file))
+    driver_package: str | None = field(default=None, metadata=_opt(
+        "--driver-package", "a vendor's CSI driver package directory (manifests, images/*.tar; docs/certify.md), "
+        "installed as the storage of every kind cluster of the run instead of pvchaos-csi", check=arguments.existing_dir))
+    kind_cluster: str | None = field(default=None, metadata=_opt(
+        "--kind-cluster", "run on this pvchaos kind cluster (`pvchaos cluster up --backend kind --name N`, or "
+        "certify's) instead of starting one; it is left running", check=arguments.kind_cluster_name))
     no_canaries: bool = field(default=False, metadata=_opt(
         "--no-canaries", "skip the per-cluster canaries (pvchaos/kit/canaries.py): every test then waits out "
         "its own timeouts on a broken cluster, as the detection-power self-checks need", action="store_true"))

@@ -14,18 +14,38 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pvchaos.clusters.backend import ClusterHandle
 
 if TYPE_CHECKING:  # types only: options.py reads the registry for the backend names
-    from pvchaos.clusters.csi import CsiOptions
     from pvchaos.clusters.options import Options
+    from pvchaos.clusters.request import ClusterDefaults, ClusterRequest
 
-__all__ = ["Feature", "Provider", "ShapedProvider", "Teardown"]
+__all__ = ["Feature", "Provider", "ProvideHooks", "ShapedProvider", "Teardown"]
 
 Teardown = Callable[[], None]  # downs a cluster the harness started
+
+
+def _same(config: Any) -> Any:
+    return config
+
+
+def _nothing(cluster: Any, handle: ClusterHandle) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ProvideHooks:
+    """The run's last word on a cluster a backend starts (the plugin routes these to its
+    hooks, pvchaos.plugin.hookspecs): `configure` takes and returns the backend's own
+    configuration object (local: LocalClusterConfig), `started` is told of the cluster once
+    it is up. Backends whose clusters have no such object ignore them."""
+
+    configure: Callable[[Any], Any] = _same
+    started: Callable[[Any, ClusterHandle], None] = _nothing
 
 
 class Feature(StrEnum):
@@ -39,10 +59,9 @@ class Feature(StrEnum):
     # and gates checked against them before the run, orphans of killed runs swept, the
     # workers bounded by memory, the default version applies, several versions per run.
     HOST_PROCESSES = "host-processes"
-    # The backend starts a cluster of the zones, nodes per zone, feature gates and CSI stack
-    # options a cluster request asks for (the pool asks it for one beside the run's own;
-    # kind; its provider is a ShapedProvider), where a backend with one cluster per run
-    # would skip the test.
+    # Beside the run's one cluster, the backend starts a cluster of the zones, nodes per
+    # zone, feature gates and storage stack a cluster request asks for (kind; its provider
+    # is a ShapedProvider), where a backend with one cluster per run would skip the test.
     SHAPED_CLUSTERS = "shaped-clusters"
     # `pvchaos cluster up/down` start and remove clusters of this backend that outlive the command.
     STARTS_CLUSTERS = "starts-clusters"
@@ -64,9 +83,10 @@ class Provider(Protocol):
         after the run, or None."""
         ...
 
-    def connect(self, options: Options) -> tuple[ClusterHandle, Teardown | None]:
-        """The run's one cluster and how to down it (None: not the harness's to down).
-        Backends with CLUSTER_PER_REQUEST are started by the pool per request instead."""
+    def connect(self, options: Options, defaults: ClusterDefaults) -> tuple[ClusterHandle, Teardown | None]:
+        """The run's one cluster (the default request's) and how to down it (None: not the
+        harness's to down). The pool asks backends with CLUSTER_PER_REQUEST to `provide` one
+        per request instead."""
         ...
 
     def cluster_up(self, args: argparse.Namespace) -> ClusterHandle:
@@ -85,9 +105,22 @@ class Provider(Protocol):
 
 @runtime_checkable
 class ShapedProvider(Protocol):
-    """A backend with the shaped-clusters feature: it starts a cluster for one request."""
+    """A backend that provides a cluster for a request (local: every request; kind: the
+    requests beyond the run's own cluster). The storage stack is part of the request
+    (`ClusterRequest.storage(defaults)`: pvchaos-csi as the request's CSI options say, or the
+    run's vendor package), so a vendor's driver is installed in every cluster it starts."""
 
-    def connect_shaped(self, options: Options, csi_options: CsiOptions) -> tuple[ClusterHandle, Teardown | None]:
-        """A cluster of the zones, nodes and gates in `options`, its CSI stack run as `csi_options`
-        says, and how to down it."""
+    def capabilities(self, request: ClusterRequest, defaults: ClusterDefaults, hooks: ProvideHooks) -> frozenset[str]:
+        """What the cluster for this request can do, known before it starts; CannotProvide
+        (clusters/request.py) with the reason where the backend cannot start such a cluster."""
+        ...
+
+    def missing_details(self, request: ClusterRequest, defaults: ClusterDefaults,
+                        hooks: ProvideHooks) -> dict[str, str]:
+        """Capability -> why this request's cluster lacks it, where the backend can say."""
+        ...
+
+    def provide(self, options: Options, request: ClusterRequest, defaults: ClusterDefaults,
+                hooks: ProvideHooks) -> tuple[ClusterHandle, Teardown | None]:
+        """A new cluster for this request and how to down it; CannotProvide as above."""
         ...

@@ -1,9 +1,10 @@
 """A vendor's CSI driver installed into a cluster: images into every node, manifests
 applied in order, bounded waits for the driver to be usable, and the clean uninstall.
 
-Used by `pvchaos certify` (pvchaos/certify.py). The kind cluster is the kind backend's,
-with neither the harness's own CSI stack nor its test provisioner (`VendorKindBackend`):
-the vendor's driver is the only storage in it. Everything else goes through `kubectl`
+The kind backend installs a vendor's package this way into every cluster it starts for a
+run with one (`KindBackend.storage`, clusters/storage.py `VendorStorage`): the vendor's
+driver is the only storage there. `pvchaos certify` uses the rest: GetPluginInfo on a node,
+the uninstall and the leftovers check. Everything else goes through `kubectl`
 (the version's own, built with the cluster), because a vendor's manifests may hold any
 kind, and `kubectl apply` is what the vendor's own instructions say.
 
@@ -23,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from pvchaos.clusters.backend import ClusterError
-from pvchaos.clusters.kind import KindBackend, kind_node_names
 from pvchaos.clusters.plugin_info import FIND_SOCKETS, PluginChoice, PluginInfo, candidate_sockets, choose_plugin, parse_info_line
 from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_driver import ensure_csi_driver
-from pvchaos.tools.docker_engine import docker, last_line
+from pvchaos.tools.docker_engine import Engine, docker, last_line
 from pvchaos.tools.nodeimage.build import ensure_kind
 
 WAIT_TIMEOUT = 180.0
@@ -36,60 +36,46 @@ INFO_BINARY = "/usr/local/bin/pvchaos-csi-info"
 OWNED_NAMESPACE_PREFIX = "pvchaos-"
 
 
-@dataclass
-class VendorKindBackend(KindBackend):
-    """A kind cluster with no storage of the harness's: no pvchaos-csi, no test provisioner."""
+def load_images(engine: Engine, cluster: str, archives: Sequence[Path]) -> None:
+    """Every archive into every node's containerd (`kind load image-archive`)."""
+    for archive in archives:
+        proc = subprocess.run([str(ensure_kind()), "load", "image-archive", str(archive), "--name", cluster],
+                              capture_output=True, text=True, timeout=600, env=engine.env(), check=False)
+        if proc.returncode != 0:
+            raise ClusterError(f"{archive}: not loadable into the nodes' containerd: {last_line(proc)}")
 
-    provisioner_kind: str = "test-double"  # no CSI stack and no zone mounts; the provisioner is not started
 
-    def _start_provisioner(self) -> None:
-        """Nothing: the vendor's driver is the cluster's storage."""
+def plugin_info(engine: Engine, container: str, node: str, driver: str) -> PluginChoice:
+    """GetPluginInfo of `driver` as its node plugin on `node` (kind container `container`)
+    answers it: `pvchaos-csi info` (static) copied into the node and run against every
+    candidate socket under the kubelet's plugins directory, then removed. Never raises for
+    what the driver does; a node that cannot be reached is a ClusterError."""
 
-    def load_images(self, archives: Sequence[Path]) -> None:
-        """Every archive into every node's containerd (`kind load image-archive`)."""
-        assert self.engine is not None
-        for archive in archives:
-            proc = subprocess.run([str(ensure_kind()), "load", "image-archive", str(archive), "--name", self.cluster],
-                                  capture_output=True, text=True, timeout=600, env=self.engine.env(), check=False)
-            if proc.returncode != 0:
-                raise ClusterError(f"{archive}: not loadable into the nodes' containerd: {last_line(proc)}")
+    def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return docker(engine, args, timeout=timeout)
 
-    def plugin_info(self, node: str, driver: str) -> PluginChoice:
-        """GetPluginInfo of `driver` as its node plugin on `node` answers it: `pvchaos-csi
-        info` (static) copied into the node's container and run against every candidate
-        socket under the kubelet's plugins directory, then removed. Never raises for what
-        the driver does; a node that cannot be reached is a ClusterError."""
-        engine = self.engine
-        assert engine is not None
-        container = kind_node_names(self.cluster, self.topology).get(node)
-        if container is None:
-            return PluginChoice(node, None, why=f"node {node} is not a worker of kind cluster {self.cluster}")
-
-        def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-            return docker(engine, args, timeout=timeout)
-
-        try:
-            binary = ensure_csi_driver()
-        except BuildError as exc:  # no Go here: certify falls back to the label, saying so
-            raise ClusterError(f"pvchaos-csi not built: {exc}") from None
-        try:  # the removal is registered before the copy
-            copied = run("cp", str(binary), f"{container}:{INFO_BINARY}")
-            if copied.returncode != 0:
-                raise ClusterError(f"node {node}: cannot copy pvchaos-csi into {container}: {last_line(copied)}")
-            found = run("exec", container, "sh", "-c", FIND_SOCKETS)
-            answers: list[PluginInfo] = []
-            failures: list[str] = []
-            for sock in candidate_sockets(found.stdout, driver):
-                proc = run("exec", container, INFO_BINARY, "info", "--endpoint", f"unix://{sock}", "--timeout", "10s")
-                try:
-                    if proc.returncode != 0:
-                        raise ValueError(last_line(proc))
-                    answers.append(parse_info_line(proc.stdout))
-                except ValueError as exc:
-                    failures.append(f"{sock}: {exc}")
-            return choose_plugin(driver, node, answers, failures)
-        finally:
-            run("exec", container, "rm", "-f", INFO_BINARY)
+    try:
+        binary = ensure_csi_driver()
+    except BuildError as exc:  # no Go here: certify falls back to the label, saying so
+        raise ClusterError(f"pvchaos-csi not built: {exc}") from None
+    try:  # the removal is registered before the copy
+        copied = run("cp", str(binary), f"{container}:{INFO_BINARY}")
+        if copied.returncode != 0:
+            raise ClusterError(f"node {node}: cannot copy pvchaos-csi into {container}: {last_line(copied)}")
+        found = run("exec", container, "sh", "-c", FIND_SOCKETS)
+        answers: list[PluginInfo] = []
+        failures: list[str] = []
+        for sock in candidate_sockets(found.stdout, driver):
+            proc = run("exec", container, INFO_BINARY, "info", "--endpoint", f"unix://{sock}", "--timeout", "10s")
+            try:
+                if proc.returncode != 0:
+                    raise ValueError(last_line(proc))
+                answers.append(parse_info_line(proc.stdout))
+            except ValueError as exc:
+                failures.append(f"{sock}: {exc}")
+        return choose_plugin(driver, node, answers, failures)
+    finally:
+        run("exec", container, "rm", "-f", INFO_BINARY)
 
 
 @dataclass

@@ -76,6 +76,7 @@ SCHEMA: dict[str, Any] = {
 _DURATION = re.compile(r"^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$")
 
 HARNESS_PROVISIONER = "harness-provisioner"  # a requirement no driver profile meets
+HARNESS_DRIVER_ONLY = "pvchaos-csi-only"  # likewise: only pvchaos-csi has control files
 
 # Harness capability -> what the profile must declare ("dynamic": a StorageClass source;
 # "TopologyKeys": a non-empty list, as upstream's topology suite skips without one).
@@ -88,6 +89,9 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     Capability.RWX: ("RWX",),
     # Only the harness's own provisioners read pvchaos.dev/fail-*: no profile has it.
     Capability.PROVISIONING_FAILURES: (HARNESS_PROVISIONER,),
+    # Only pvchaos-csi has control files (capacity knobs, volume moves, calls log): a
+    # vendor's driver never has this, and a test that needs it says so when it skips.
+    Capability.HARNESS_DRIVER: (HARNESS_DRIVER_ONLY,),
 }
 DRIVER_GATED = frozenset(REQUIREMENTS)
 
@@ -356,7 +360,7 @@ def _missing(profile: DriverProfile, capability: str) -> str | None:
             return need
         if need == "TopologyKeys" and not profile.topology_keys:
             return need
-        if need == HARNESS_PROVISIONER:
+        if need in (HARNESS_PROVISIONER, HARNESS_DRIVER_ONLY):
             return need
         if need not in ("dynamic", "TopologyKeys") and not profile.has(need):
             return need
@@ -391,6 +395,8 @@ def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str,
         return word, "profile lists no DriverInfo.TopologyKeys"
     if need == HARNESS_PROVISIONER:
         return word, "only the harness's own provisioners fail on pvchaos.dev/fail-* class parameters"
+    if need == HARNESS_DRIVER_ONLY:
+        return word, "pvchaos-csi only: the test reads or writes that driver's control files"
     if need in profile.capabilities:
         return word, f"profile capability {need}={str(profile.capabilities[need]).lower()}"
     return word, f"profile capability {need} unset, read as false"

@@ -28,7 +28,7 @@ from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.local.registry import sweep_orphans
 from pvchaos.clusters.options import Options, from_values
 from pvchaos.clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Teardown
-from pvchaos.clusters.provider import Feature
+from pvchaos.clusters.provider import Feature, ProvideHooks
 from pvchaos.drivers.driver import Driver, driver_for, missing_for
 from pvchaos.drivers.profile import DriverProfile
 from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
@@ -101,7 +101,7 @@ def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
         hook.pytest_pvchaos_cluster_started(config=pytestconfig, local=local, handle=handle)
 
     resolved = run_config(pytestconfig)
-    pool = ClusterPool(resolved.options, configure=configure, started=started, defaults=resolved.cluster_defaults)
+    pool = ClusterPool(resolved.options, hooks=ProvideHooks(configure, started), defaults=resolved.cluster_defaults)
     if providers.has(pool.options.backend, Feature.HOST_PROCESSES):
         removed = sweep_orphans()  # clusters of runs that were killed without teardown
         if removed:

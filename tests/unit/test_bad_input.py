@@ -107,6 +107,8 @@ def wrong_values(check: Callable[[str], object], tmp: dict[str, Path]) -> st.Sea
         options.backend_list: st.sampled_from(["cloud", "local,local", "local,", "", "Local", "kind,,local"]),
         options.suite_names: st.sampled_from(["Reclaim", "a-b", "..", "a,,b", "", "../x", "é"]),
         certify.suite_list: st.sampled_from(["Reclaim", "a-b", "..", "", "../x", "é", "nosuch", "reclaim,nosuch"]),
+        arguments.kind_cluster_name: st.sampled_from(["Kind", "-a", "a_b", "", "a" * 33, _control("a")]),
+        certify.tier_list: st.sampled_from(["fast", "core,", "", "Core", "core,nosuch"]),
         certify.wait_seconds: st.sampled_from(["0", "4", "3601", "x", "", "-5", "1e3", "٣", _control("9")]),
     }
     for extra in getattr(options, "EXTRA_CHECK_VALUES", {}).items():  # checks other modules declare

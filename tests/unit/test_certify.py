@@ -14,6 +14,7 @@ import pytest
 
 from pvchaos import certify_package as pkg
 from pvchaos.cli import main
+from pvchaos.clusters import vendor_package as vp
 from pvchaos.drivers.profile import DriverProfile, parse_profile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def package(tmp_path: Path) -> Path:
 # ---- the directory ------------------------------------------------------------------------
 
 def test_the_example_package_reads(package: Path) -> None:
-    p = pkg.load_package(package)
+    p = vp.load_package(package)
     assert p.driver_name == DRIVER and p.storage_class == "vendor-zonal"
     assert [m.name for m in p.manifests] == sorted(m.name for m in p.manifests)
     assert p.profile is not None and p.profile.name == "profile.yaml"
@@ -59,47 +60,47 @@ def test_the_example_package_reads(package: Path) -> None:
 
 
 def test_no_manifests_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(pkg.PackageError, match="no manifests"):
-        pkg.load_package(tmp_path)
+    with pytest.raises(vp.PackageError, match="no manifests"):
+        vp.load_package(tmp_path)
 
 
 def test_an_archive_that_is_not_an_image_is_refused(package: Path) -> None:
     (package / "images" / "bad.tar").write_text("not a tar at all")
-    with pytest.raises(pkg.PackageError, match=r"bad\.tar: not an image archive"):
-        pkg.load_package(package)
+    with pytest.raises(vp.PackageError, match=r"bad\.tar: not an image archive"):
+        vp.load_package(package)
 
 
 def test_a_tar_without_a_manifest_is_refused(package: Path) -> None:
     with tarfile.open(package / "images" / "plain.tar", "w") as tar:
         tar.addfile(tarfile.TarInfo("hello"), io.BytesIO(b""))
-    with pytest.raises(pkg.PackageError, match="no manifest.json or index.json"):
-        pkg.load_package(package)
+    with pytest.raises(vp.PackageError, match="no manifest.json or index.json"):
+        vp.load_package(package)
 
 
 def test_an_image_in_no_archive_is_refused_for_kind_only(package: Path) -> None:
     (package / "images" / "all.tar").unlink()
     image_archive(package / "images" / "some.tar", ["pvchaos.dev/vendor/pvchaos-csi:0.1.0"])
-    with pytest.raises(pkg.PackageError, match="csi-provisioner:v6.4.0, which is in no archive"):
-        pkg.load_package(package)
-    assert pkg.load_package(package, need_images=False).driver_name == DRIVER
+    with pytest.raises(vp.PackageError, match="csi-provisioner:v6.4.0, which is in no archive"):
+        vp.load_package(package)
+    assert vp.load_package(package, need_images=False).driver_name == DRIVER
 
 
 def test_a_document_that_is_not_an_object_is_refused(package: Path) -> None:
     (package / "09-bad.yaml").write_text("kind: ConfigMap\n")
-    with pytest.raises(pkg.PackageError, match=r"09-bad\.yaml: document 1 is not a Kubernetes object"):
-        pkg.load_package(package)
+    with pytest.raises(vp.PackageError, match=r"09-bad\.yaml: document 1 is not a Kubernetes object"):
+        vp.load_package(package)
 
 
 def test_a_package_without_its_storage_class_is_refused(package: Path) -> None:
     (package / "05-storageclass.yaml").unlink()
-    with pytest.raises(pkg.PackageError, match=f"no StorageClass with provisioner {DRIVER}"):
-        pkg.load_package(package)
+    with pytest.raises(vp.PackageError, match=f"no StorageClass with provisioner {DRIVER}"):
+        vp.load_package(package)
 
 
 def test_image_names_are_normalised() -> None:
-    assert pkg.normalise_image("busybox") == "docker.io/library/busybox:latest"
-    assert pkg.normalise_image("pvchaos.dev/x/y:1") == "pvchaos.dev/x/y:1"
-    assert pkg.normalise_image("me/y") == "docker.io/me/y:latest"
+    assert vp.normalise_image("busybox") == "docker.io/library/busybox:latest"
+    assert vp.normalise_image("pvchaos.dev/x/y:1") == "pvchaos.dev/x/y:1"
+    assert vp.normalise_image("me/y") == "docker.io/me/y:latest"
 
 
 @pytest.mark.parametrize("make", ["empty", "notimage"])

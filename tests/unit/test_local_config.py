@@ -289,7 +289,13 @@ def test_the_pool_sizes_timings_to_the_request_and_a_request_still_overrides_the
     from pvchaos.clusters.options import Options
     from pvchaos.clusters.pool import ClusterPool, ClusterRequest
     pool = ClusterPool(Options())
-    assert pool._local_config(ClusterRequest()).node_lease_seconds == 4
-    big = pool._local_config(ClusterRequest(nodes_per_zone=40))  # 120 nodes
+    assert _config_for(pool, ClusterRequest()).node_lease_seconds == 4
+    big = _config_for(pool, ClusterRequest(nodes_per_zone=40))  # 120 nodes
     assert (big.node_lease_seconds, big.pv_sync_seconds, big.node_monitor_period_seconds) == (40, 15, 5)
-    assert pool._local_config(ClusterRequest(nodes_per_zone=40, node_monitor_grace_seconds=70)).node_monitor_grace_seconds == 70
+    assert _config_for(pool, ClusterRequest(nodes_per_zone=40, node_monitor_grace_seconds=70)).node_monitor_grace_seconds == 70
+
+
+def _config_for(pool, request):  # type: ignore[no-untyped-def]
+    """The local cluster configuration the pool's provider makes for a request."""
+    from pvchaos.clusters.local.provider import PROVIDER
+    return PROVIDER.config_for(request, pool.defaults, pool.hooks)

@@ -12,6 +12,7 @@ import pytest
 
 from pvchaos import certify
 from pvchaos import certify_package as pkg
+from pvchaos.clusters import vendor_package as vp
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.plugin_info import PluginInfo, candidate_sockets, choose_plugin, parse_info_line
 
@@ -93,7 +94,7 @@ def test_the_report_shows_version_source_and_plugin_name() -> None:
 
 
 class _Backend:
-    """Stands in for VendorKindBackend.plugin_info."""
+    """Stands in for certify's target (NewKindClusters.plugin_info)."""
 
     def __init__(self, choice: object) -> None:
         self.choice, self.asked = choice, []
@@ -107,7 +108,7 @@ class _Backend:
 
 def _version(backend: object) -> tuple[str, str, str, list[str]]:
     """certify's version reading with the CSIDriver labelled 9.9 (no kubectl needed)."""
-    package = pkg.load_package(EXAMPLE, need_images=False)
+    package = vp.load_package(EXAMPLE, need_images=False)
     d = pkg.Discovery(DRIVER, nodes=(pkg.NodeRegistration("zone-a-1", False), pkg.NodeRegistration("zone-b-1", True)))
     objects = {"csidriver": {"metadata": {"labels": {"app.kubernetes.io/version": "9.9"}}}}
     return certify._version(objects, package, None, d, backend)  # type: ignore[arg-type]
@@ -120,7 +121,7 @@ def test_certify_reads_the_version_from_the_first_registered_worker() -> None:
 
 
 def test_certify_falls_back_to_the_label_saying_why() -> None:
-    version, source, name, findings = _version(None)
+    version, source, name, findings = _version(object.__new__(certify.InstalledCluster))  # its plugin_info refuses
     assert (version, name, findings) == ("9.9", "", []) and "--backend existing has no access to the nodes" in source
     version, source, name, _ = _version(_Backend(choose_plugin(DRIVER, "zone-b-1", [], ["x.sock: refused"])))
     assert version == "9.9" and name == "" and "CSIDriver label" in source and "x.sock: refused" in source

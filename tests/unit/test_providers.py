@@ -16,8 +16,9 @@ from pvchaos.clusters import providers
 from pvchaos.clusters.backend import Capability, ClusterHandle
 from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.options import Options, check_options
-from pvchaos.clusters.pool import CannotProvide, ClusterPool, ClusterRequest
-from pvchaos.clusters.provider import Feature, Provider, Teardown
+from pvchaos.clusters.pool import CannotProvide, ClusterDefaults, ClusterPool, ClusterRequest
+from pvchaos.clusters.provider import Feature, ProvideHooks, Provider, Teardown
+from pvchaos.clusters.storage import HarnessStorage
 
 
 class TrivialProvider:
@@ -37,7 +38,7 @@ class TrivialProvider:
         self.prepared += 1
         return None
 
-    def connect(self, options: Options) -> tuple[ClusterHandle, Teardown | None]:
+    def connect(self, options: Options, defaults: ClusterDefaults | None = None) -> tuple[ClusterHandle, Teardown | None]:
         handle = ClusterHandle(name="t", backend=self.name, kubeconfig=Path("/nonexistent"), context=None,
                                k8s_version="v1.35.4", capabilities=frozenset({Capability.ZONES}))
         return handle, lambda: self.downed.append(handle.name)
@@ -123,12 +124,29 @@ class ShapedBackend(TrivialProvider):
         self.asked: list[tuple[str, int, str]] = []
         self.stacks: list[CsiOptions] = []
 
-    def connect(self, options: Options) -> tuple[ClusterHandle, Teardown | None]:
-        return self.connect_shaped(options, CsiOptions())
+    def connect(self, options: Options, defaults: ClusterDefaults | None = None) -> tuple[ClusterHandle, Teardown | None]:
+        assert defaults is not None
+        return self.provide(options, ClusterRequest(), defaults, ProvideHooks())
 
-    def connect_shaped(self, options: Options, csi_options: CsiOptions) -> tuple[ClusterHandle, Teardown | None]:
-        self.asked.append((options.zones, options.nodes_per_zone, options.feature_gates))
-        self.stacks.append(csi_options)
+    def capabilities(self, request: ClusterRequest, defaults: ClusterDefaults, hooks: ProvideHooks) -> frozenset[str]:
+        if request.disabled_controllers:  # as kind refuses what it cannot start
+            raise CannotProvide(f"backend {self.name}: cannot start a cluster with {request.describe()}")
+        return frozenset()
+
+    def missing_details(self, request: ClusterRequest, defaults: ClusterDefaults,
+                        hooks: ProvideHooks) -> dict[str, str]:
+        return {}
+
+    def provide(self, options: Options, request: ClusterRequest, defaults: ClusterDefaults,
+                hooks: ProvideHooks) -> tuple[ClusterHandle, Teardown | None]:
+        self.capabilities(request, defaults, hooks)
+        topology = defaults.topology
+        gates = {**defaults.feature_gates, **dict(request.feature_gates)}
+        self.asked.append((",".join(request.zones or topology.zones), request.nodes_per_zone or topology.nodes_per_zone,
+                           ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))))
+        storage = request.storage(defaults)
+        assert isinstance(storage, HarnessStorage)
+        self.stacks.append(storage.csi)
         name = f"c{len(self.asked)}"
         handle = ClusterHandle(name=name, backend=self.name, kubeconfig=Path("/nonexistent"), context=None,
                                k8s_version="v1.35.4", capabilities=frozenset())
@@ -145,7 +163,8 @@ def test_a_shaped_backend_starts_the_cluster_a_request_asks_for() -> None:
         assert pool.shared(gate_off).name == "c2" and pool.fresh(gate_off) == (pool.shared(gate_off), None)
         wide = ClusterRequest(zones=("zone-a", "zone-b"), nodes_per_zone=4)
         assert pool.shared(wide).name == "c3" and backend.downed == ["c2"]  # one shaped cluster at a time
-        assert backend.asked == [("3", 2, "A=true"), ("3", 2, "A=true,MutablePVNodeAffinity=false"),
+        assert backend.asked == [("zone-a,zone-b,zone-c", 2, "A=true"),
+                                 ("zone-a,zone-b,zone-c", 2, "A=true,MutablePVNodeAffinity=false"),
                                  ("zone-a,zone-b", 4, "A=true")]
         capacity = ClusterRequest(csi_capacity_tracking=True, csi_capacity_poll_seconds=30)
         assert pool.shared(capacity).name == "c4" and backend.downed == ["c2", "c3"]

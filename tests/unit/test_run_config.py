@@ -39,7 +39,7 @@ def test_bad_input_is_one_value_error(options: Options, needle: str) -> None:
 def test_the_pool_starts_clusters_from_the_resolved_configuration_not_the_strings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pool takes the run's topology, gates and version from RunConfig; it does not
     parse the option strings again (issue 22: options resolved once)."""
-    from pvchaos.clusters import pool as pool_module
+    from pvchaos.clusters import request as request_module
     from pvchaos.clusters.pool import ClusterPool, ClusterRequest
 
     resolved = resolve(Options(zones="a,b", nodes_per_zone=2, feature_gates="MutablePVNodeAffinity=false"))
@@ -47,9 +47,15 @@ def test_the_pool_starts_clusters_from_the_resolved_configuration_not_the_string
     def no_parsing(*_: object) -> dict[str, bool]:
         raise AssertionError("the pool parsed the feature gates again")
 
-    monkeypatch.setattr(pool_module, "parse_feature_gates", no_parsing)
+    monkeypatch.setattr(request_module, "parse_feature_gates", no_parsing)
     pool = ClusterPool(resolved.options, defaults=resolved.cluster_defaults)
-    cfg = pool._local_config(ClusterRequest(feature_gates=(("CSIVolumeHealth", True),)))
+    cfg = _config_for(pool, ClusterRequest(feature_gates=(("CSIVolumeHealth", True),)))
     assert cfg.topology.zones == ("a", "b") and cfg.topology.nodes_per_zone == 2
     assert cfg.feature_gates.get("MutablePVNodeAffinity") is False and cfg.feature_gates.get("CSIVolumeHealth") is True
     assert cfg.k8s_version == DEFAULT_K8S_VERSION
+
+
+def _config_for(pool, request):  # type: ignore[no-untyped-def]
+    """The local cluster configuration the pool's provider makes for a request."""
+    from pvchaos.clusters.local.provider import PROVIDER
+    return PROVIDER.config_for(request, pool.defaults, pool.hooks)

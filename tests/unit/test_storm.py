@@ -185,7 +185,7 @@ def test_the_suites_storm_cluster_carries_the_storm_scheduler_settings() -> None
     from pvchaos.clusters.pool import ClusterPool, ClusterRequest
     from pvchaos.kit.storm_plan import STORM_NODES_TO_SCORE, cluster_marker_options, suite_shape
     request = ClusterRequest.from_marker(cluster_marker_options(suite_shape("300x600", ("zone-a", "zone-b", "zone-c"))))
-    cfg = ClusterPool(PoolOptions())._local_config(request)
+    cfg = _config_for(ClusterPool(PoolOptions()), request)
     assert (cfg.client_qps, cfg.nodes_to_score_percent) == (300, STORM_NODES_TO_SCORE)
     assert cfg.topology.node_count == 300
 
@@ -242,3 +242,9 @@ def test_requests_by_resource_counts_only_the_given_verbs() -> None:
     assert judge.requests_by_resource(text, ("POST", "PATCH")) == {"events": 10.0, "pods/status": 5.0}
     before = {"events": 4.0}
     assert judge.delta(judge.requests_by_resource(text, ("POST", "PATCH")), before) == {"events": 6.0, "pods/status": 5.0}
+
+
+def _config_for(pool, request):  # type: ignore[no-untyped-def]
+    """The local cluster configuration the pool's provider makes for a request."""
+    from pvchaos.clusters.local.provider import PROVIDER
+    return PROVIDER.config_for(request, pool.defaults, pool.hooks)
