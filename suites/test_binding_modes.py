@@ -10,77 +10,93 @@ from __future__ import annotations
 import allure
 import pytest
 
+from pvchaos.conformance.topology_class import TopologyClass
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
-from pvchaos.kube.objects import SELECTED_NODE, ZONE_KEY, annotation, node_name, pv_zones
+from pvchaos.kube.objects import SELECTED_NODE, annotation, node_name, pv_zones
 
+# Expectations follow the driver's topology class (pvchaos/conformance/topology_class.py):
+# "zone" below reads "the driver's domain", a zone for a zonal driver, a node for a per-node one.
 pytestmark = [allure.epic("Scheduling with volumes"), pytest.mark.needs("zones", "dynamic-zonal")]
+
+
+PINNING = (TopologyClass.NODE, TopologyClass.ZONE, TopologyClass.REGION, TopologyClass.GROUP)
 
 
 @allure.feature("Binding modes")
 @allure.story("Immediate across zones: the volume node affinity conflict incident")
 def test_immediate_binding_strands_pod_in_other_zone(ws: Workspace) -> None:
+    """The volume is pinned to one of the driver's domains (a zone for a zonal driver, a
+    node for a per-node one) before any pod exists; a pod limited to another domain stays
+    Pending with the volume node affinity conflict."""
+    x.applies_to(ws, *PINNING)
+    topo = ws.topology()
     sc = ws.storage_class("zonal-immediate", "Immediate")
     ws.create(b.persistent_volume_claim("data", "10Gi", sc))
-    pv = x.bound_volume(ws, "data")
-    where = pv_zones(pv)
-    x.expect(len(where) == 1, f"an Immediate zonal PV is pinned to one zone before any pod exists: {x.zones_text(pv)}",
-             pv, ws=ws)
-    other = next(z for z in ws.zones() if z not in where)
-    with allure.step(f"pod limited to {other}, volume in {sorted(where)}"):
-        ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: other}))
+    pv, where = x.volume_pinned(ws, "data")
+    if topo.cls == TopologyClass.ZONE:
+        x.expect(len(pv_zones(pv)) == 1, f"an Immediate zonal PV is pinned to one zone: {x.zones_text(pv)}", pv, ws=ws)
+    assert topo.key is not None
+    other = next(v for v in topo.domains if v != where)
+    with allure.step(f"pod limited to {topo.key}={other}, volume in {where}"):
+        ws.create(b.pod("app", ("data",), node_selector={topo.key: other}))
     x.pod_unschedulable(ws, "app", "NODE_AFFINITY_CONFLICT")
 
 
 @allure.feature("Binding modes")
 @allure.story("WaitForFirstConsumer provisions in the pod's zone")
 def test_wait_for_first_consumer_provisions_in_pod_zone(ws: Workspace) -> None:
+    topo = ws.topology()
     sc = ws.storage_class("zonal-wffc", "WaitForFirstConsumer")
     ws.create(b.persistent_volume_claim("data", "10Gi", sc))
     x.claim_stays_pending(ws, "data", "WAIT_FOR_CONSUMER")
-    target = ws.zones()[-1]
-    ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: target}))
+    target = list(topo.domains)[-1]
+    ws.create(b.pod("app", ("data",), node_selector={topo.key: target} if topo.key else None))
     pod = x.pod_runs(ws, "app")
     pvc = x.claim_bound(ws, "data")
     x.expect(annotation(pvc, SELECTED_NODE) == node_name(pod),
              f"the scheduler records its node on the claim ({SELECTED_NODE})", pvc, pod, ws=ws)
-    x.volume_in_zone(ws, "data", target)
+    x.runs_where_its_volume_is(ws, "app", "data")
+    if topo.cls != TopologyClass.NONE:
+        x.volume_within(ws, "data", [target])
 
 
 @allure.feature("allowedTopologies")
 @allure.story("Immediate provisioning stays inside allowedTopologies")
 def test_allowed_topologies_limit_immediate_provisioning(ws: Workspace) -> None:
-    allowed = ws.zones()[:2]
-    sc = ws.storage_class("zonal-immediate", "Immediate", allowed)
+    x.applies_to(ws, *PINNING)
+    topo = ws.topology()
+    assert topo.key is not None
+    allowed = list(topo.domains)[:2]
+    sc = ws.storage_class("zonal-immediate", "Immediate", allowed_topologies={topo.key: allowed})
     claims = [f"data-{i}" for i in range(6)]
     ws.create_all(b.persistent_volume_claim(c, "1Gi", sc) for c in claims)
     seen: set[str] = set()
     for c in claims:
-        pv = x.bound_volume(ws, c)
-        x.expect(bool(pv_zones(pv)) and pv_zones(pv) <= set(allowed), f"PV for {c} must be in {allowed}: {x.zones_text(pv)}",
-                 pv, ws=ws)
-        seen |= pv_zones(pv)
-    measure.note("zones used", sorted(seen))
-    # A class that allows exactly one zone, the last: a provisioner blind to the class's
-    # topology (one that takes the first zone, or any zone) cannot pass this by chance.
-    only = ws.zones()[-1]
-    single = ws.storage_class("one-zone-immediate", "Immediate", [only])
+        x.volume_within(ws, c, allowed)
+        seen.add(x.volume_pinned(ws, c)[1])
+    measure.note(f"{topo.key} used", sorted(seen))
+    # A class that allows exactly one domain, the last: a provisioner blind to the class's
+    # topology (one that takes the first domain, or any) cannot pass this by chance.
+    only = list(topo.domains)[-1]
+    single = ws.storage_class("one-zone-immediate", "Immediate", allowed_topologies={topo.key: [only]})
     ws.create_all(b.persistent_volume_claim(f"only-{i}", "1Gi", single) for i in range(2))
     for i in range(2):
-        pv = x.bound_volume(ws, f"only-{i}")
-        x.expect(pv_zones(pv) == {only}, f"PV for only-{i} must be in {only}, the class's one zone: {x.zones_text(pv)}",
-                 pv, ws=ws)
+        x.volume_within(ws, f"only-{i}", [only])
 
 
 @allure.feature("allowedTopologies")
 @allure.story("a pod pinned outside allowedTopologies cannot be scheduled")
 def test_pod_pinned_outside_allowed_topologies_fails(ws: Workspace) -> None:
-    zones = ws.zones()
-    sc = ws.storage_class("zonal-wffc", "WaitForFirstConsumer", zones[:1])
+    x.applies_to(ws, *PINNING)
+    topo = ws.topology()
+    assert topo.key is not None
+    domains = list(topo.domains)
+    sc = ws.storage_class("zonal-wffc", "WaitForFirstConsumer", allowed_topologies={topo.key: domains[:1]})
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
-    ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[-1]}))
+    ws.create(b.pod("app", ("data",), node_selector={topo.key: domains[-1]}))
     x.pod_unschedulable(ws, "app", "NO_PV_TO_BIND")
     x.phase_now(ws, "PersistentVolumeClaim", "data", "Pending")  # nothing may be provisioned
 

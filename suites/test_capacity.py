@@ -18,7 +18,8 @@ from pvchaos.kube.objects import ZONE_KEY
 from pvchaos.kube.wait import wait_for_state
 
 pytestmark = [allure.epic("The CSI path"), allure.feature("Capacity tracking"),
-              pytest.mark.needs("attach", "dynamic-zonal", "zones"),
+              # the capacity knobs are pvchaos-csi's control files (pvchaos/chaos/csi_control.py)
+              pytest.mark.needs("attach", "dynamic-zonal", "zones", "pvchaos-csi-control"),
               pytest.mark.cluster(csi_capacity_tracking=True)]
 
 UNLIMITED = "1Ti"  # what pvchaos-csi reports for a zone its control file does not limit

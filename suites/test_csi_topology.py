@@ -18,6 +18,7 @@ import pytest
 
 from pvchaos.api import Workspace, b, kinds, o, x
 from pvchaos.clusters import csi
+from pvchaos.kit import measure
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube
 from pvchaos.kube.objects import ZONE_KEY
@@ -25,7 +26,7 @@ from pvchaos.kube.objects import ZONE_KEY
 pytestmark = [allure.epic("The CSI path"), pytest.mark.needs("attach", "dynamic-zonal", "zones")]
 
 
-def _without_driver(cleanup: Cleanup, kube: Kube, node: str) -> None:
+def _without_driver(cleanup: Cleanup, kube: Kube, node: str, driver: str) -> None:
     """The node's CSINode loses the driver (a node plugin that never registered there);
     the entry comes back at cleanup."""
     before = kinds.get(kube, "CSINode", node)
@@ -39,7 +40,7 @@ def _without_driver(cleanup: Cleanup, kube: Kube, node: str) -> None:
             kinds.replace(kube, now)
 
     cleanup.push(f"give CSINode {node} its driver back", restore)
-    before["spec"]["drivers"] = [d for d in drivers if d.get("name") != csi.DRIVER_NAME]
+    before["spec"]["drivers"] = [d for d in drivers if d.get("name") != driver]
     kinds.replace(kube, before)
 
 
@@ -58,7 +59,7 @@ def _create_volume_calls(ws: Workspace, claim: str) -> list[dict]:
 @pytest.mark.disruptive
 def test_selected_node_without_the_driver_has_no_topology(ws: Workspace) -> None:
     node = ws.node()
-    _without_driver(ws.cleanup, ws.kube, o.name(node))
+    _without_driver(ws.cleanup, ws.kube, o.name(node), ws.driver.name)
     sc = ws.storage_class("topo", "WaitForFirstConsumer")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     ws.create(b.pod("app", ("data",), node_selector=ws.pin(node)))
@@ -73,7 +74,7 @@ def test_selected_node_without_the_driver_has_no_topology(ws: Workspace) -> None
 @pytest.mark.disruptive
 def test_no_node_with_the_driver_means_no_available_topology(ws: Workspace) -> None:
     for node in ws.nodes():
-        _without_driver(ws.cleanup, ws.kube, o.name(node))
+        _without_driver(ws.cleanup, ws.kube, o.name(node), ws.driver.name)
     sc = ws.storage_class("topo", "Immediate")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     ws.create(b.pod("app", ("data",)))
@@ -88,6 +89,7 @@ def test_no_node_with_the_driver_means_no_available_topology(ws: Workspace) -> N
     pytest.param(False, id="default"),
     pytest.param(True, id="strict", marks=pytest.mark.cluster(csi_strict_topology=True)),
 ])
+@pytest.mark.needs("pvchaos-csi-control")  # reads pvchaos-csi's calls log for the CreateVolume request
 def test_strict_topology_narrows_the_requisite(ws: Workspace, strict: bool) -> None:
     zones = ws.zones()
     sc = ws.storage_class("topo", "WaitForFirstConsumer", allowed_zones=zones)
@@ -124,3 +126,36 @@ def test_node_at_its_volume_limit_takes_no_more(ws: Workspace) -> None:
     x.expect(o.name(other) != o.name(node), f"the unpinned pod goes to a node with room, not {o.name(node)}",
              other, ws=ws)
 
+
+
+MOST_TO_FILL = 16  # volumes one node is filled with on 2 cores; a driver reporting more is measured elsewhere
+
+
+@allure.feature("Volume limits")
+@allure.story("the driver's own CSINode allocatable count is the node's limit: one volume more does not fit")
+def test_the_drivers_own_volume_limit_is_enforced(ws: Workspace) -> None:
+    """Whatever limit the driver reports (NodeGetInfo max_volumes_per_node, written to the
+    node's CSINode allocatable.count), the scheduler keeps the node from taking one more of
+    its volumes (NodeVolumeLimits). Not applicable to a driver that reports no limit."""
+    node = ws.node()
+    csinode = kinds.get(ws.kube, "CSINode", o.name(node)) or {}
+    entry: dict = next((d for d in (csinode.get("spec") or {}).get("drivers") or [] if d.get("name") == ws.driver.name), {})
+    limit = (entry.get("allocatable") or {}).get("count")
+    if not limit:
+        pytest.skip(f"driver {ws.driver.name}: not applicable: it reports no volume limit on {o.name(node)} "
+                    f"(no CSINode allocatable.count: unlimited by the CSI spec)")
+    if limit > MOST_TO_FILL:
+        pytest.skip(f"driver {ws.driver.name}: its limit {limit} per node is more than this test fills "
+                    f"({MOST_TO_FILL}) on one node")
+    sc = ws.storage_class("limit", "WaitForFirstConsumer")
+    pin = ws.pin(node)
+    names = [f"v{i}" for i in range(limit)]
+    ws.create_all(b.persistent_volume_claim(n, "1Gi", sc) for n in names)
+    ws.create_all((b.pod(n, (n,), node_selector=pin) for n in names), parallel=4)
+    for n in names:
+        x.pod_runs(ws, n, timeout=180)
+    measure.note("volume limit", limit)
+    ws.create(b.persistent_volume_claim("one-more", "1Gi", sc))
+    ws.create(b.pod("one-more", ("one-more",), node_selector=pin))
+    x.pod_unschedulable(ws, "one-more", "MAX_VOLUME_COUNT")
+    x.explained_as(ws, "one-more", "VOLUME_LIMIT_EXCEEDED")

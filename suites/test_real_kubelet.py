@@ -27,10 +27,12 @@ from pvchaos.kit import measure
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable
 from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
+from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
 from pvchaos.kube.errors import ApiError
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.objects import HOSTNAME_KEY, ZONE_KEY
+from pvchaos.kube.poll import poll_until
 from pvchaos.kube.wait import holds_for, wait_for, wait_for_event, wait_for_state
 
 pytestmark = [allure.epic("Real kubelets"), pytest.mark.disruptive,
@@ -59,13 +61,8 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     ws.create(writer)
     pod = x.pod_runs(ws, "writer", timeout=120)
     node = pod["spec"]["nodeName"]
-    claim = ws.get("PersistentVolumeClaim", "data") or {}
-    pv = ws.get("PersistentVolume", claim["spec"]["volumeName"]) or {}
-    faults = _node_storage(ws)
-    path = faults.volume_dir(pv)  # kind: the CSI driver's node-local directory inside the node
-    x.expect(bool(path), "the provisioned PV's data is a directory on the node", pv, ws=ws)
-    written = faults.node_exec(node, f"cat {path}/marker")
-    x.expect(len(written) == 36, f"the pod wrote its marker into {path} on {node}", pod, ws=ws)
+    written = _first_line(ws, "writer")  # the marker, as the pod read it from its volume
+    x.expect(len(written) == 36, f"the pod wrote its marker into its volume on {node}: read {written!r}", pod, ws=ws)
 
     crashed_at = datetime.now(UTC).replace(microsecond=0)
     crashed = chaos_nodes.crash_node(ws, node)
@@ -75,9 +72,18 @@ def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None
     again = wait_for(ws.kube, "Pod", "writer", lambda o: (_running_since(o) or crashed_at) > crashed_at,
                      "its container started again after the crash", ws.namespace, 120)
     x.expect(again["spec"]["nodeName"] == node, f"the pod stays on {node}, where its data is", again, ws=ws)
-    x.expect(faults.node_exec(node, f"cat {path}/marker") == written,
-             "the marker the pod wrote before the crash is still on the node's volume", again, ws=ws)
+    # a log cannot be watched: polled, bounded
+    read = poll_until(lambda: _first_line(ws, "writer") or None, 60, "the new container printed what it read",
+                      interval=1.0)
+    x.expect(read == written, f"the new container reads the marker written before the crash ({written}) through "
+             f"its volume, not {read!r}", again, ws=ws)
     measure.note("restarts", again["status"]["containerStatuses"][0]["restartCount"])
+
+
+def _first_line(ws: Workspace, pod: str) -> str:
+    """The first line the pod's running container printed (the WRITER prints its marker)."""
+    text = kinds.pod_log(ws.kube, pod, ws.namespace)
+    return text.splitlines()[0].strip() if text.strip() else ""
 
 
 def _node_storage(ws: Workspace) -> NodeStorageFaults:
@@ -144,7 +150,7 @@ def _affinity_of(node: Obj) -> Obj:
 
 @allure.feature("The real-data move (KEP-5381, maintenance)")
 @allure.story("node drained and lost; the volume's data copied to another node; the PV's affinity follows; same bytes")
-@pytest.mark.needs("mutable-pv-affinity")
+@pytest.mark.needs("mutable-pv-affinity", "pvchaos-csi-control")  # moves the volume through pvchaos-csi's control file
 def test_moved_volume_brings_the_pod_back_with_the_same_bytes(ws: Workspace) -> None:
     pv, before, old, path, target = _drain_and_move(ws)
     mut.replace_affinity(ws.kube, o.name(pv), _affinity_of(target))
@@ -159,6 +165,7 @@ def test_moved_volume_brings_the_pod_back_with_the_same_bytes(ws: Workspace) -> 
 @allure.feature("The real-data move (KEP-5381, maintenance)")
 @allure.story("gate off: the PV's affinity cannot follow the moved data; the pod stays Pending")
 @pytest.mark.cluster(feature_gates={"MutablePVNodeAffinity": False})
+@pytest.mark.needs("pvchaos-csi-control")
 def test_moved_volume_without_the_gate_leaves_the_pod_pending(ws: Workspace) -> None:
     pv, _, old, _, target = _drain_and_move(ws)
     try:
@@ -178,7 +185,7 @@ def test_moved_volume_without_the_gate_leaves_the_pod_pending(ws: Workspace) -> 
 
 @allure.feature("Volume setup failures, explained")
 @allure.story("moved without its data: attached, but the node plugin refuses to stage it; explain says MOUNT_FAILED")
-@pytest.mark.needs("mutable-pv-affinity")
+@pytest.mark.needs("mutable-pv-affinity", "pvchaos-csi-control")
 def test_move_without_the_copy_fails_the_mount_and_is_explained(ws: Workspace) -> None:
     """The operator recorded the move and the PV follows it, but the copy never happened:
     the controller attaches the volume to the new node, and the kubelet's MountDevice
@@ -199,6 +206,7 @@ def test_move_without_the_copy_fails_the_mount_and_is_explained(ws: Workspace) -
 
 @allure.feature("Volume setup failures, explained")
 @allure.story("the node plugin is gone from the node: a second pod cannot mount; explain says CSI_DRIVER_NOT_REGISTERED")
+@pytest.mark.needs("pvchaos-csi-control")  # stops pvchaos-csi's node plugin unit in the node
 def test_node_plugin_gone_leaves_the_pod_in_container_creating(ws: Workspace) -> None:
     """A pod runs with its volume; the node plugin on its node stops and deregisters (its
     CSINode loses the driver). A second pod of the same claim on the same node needs no new

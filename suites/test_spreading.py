@@ -7,6 +7,7 @@ from __future__ import annotations
 import allure
 import pytest
 
+from pvchaos.conformance.topology_class import TopologyClass
 from pvchaos.kit import expect as x
 from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
@@ -18,6 +19,9 @@ pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Spreading 
 
 @allure.story("topologySpreadConstraints on zones spread replicas and their volumes")
 def test_topology_spread_puts_replicas_and_volumes_in_distinct_zones(ws: Workspace) -> None:
+    """The volumes spread with the replicas: a zonal driver's into the replica's zone, a
+    per-node driver's onto the replica's node (in that zone)."""
+    x.applies_to(ws, TopologyClass.ZONE, TopologyClass.NODE)
     zones = ws.zones()
     spread = {"topologySpreadConstraints": [{
         "maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "DoNotSchedule",
@@ -31,6 +35,7 @@ def test_topology_spread_puts_replicas_and_volumes_in_distinct_zones(ws: Workspa
 
 @allure.story("per-zone StorageClasses with pod anti-affinity")
 def test_per_zone_classes_with_anti_affinity(ws: Workspace) -> None:
+    x.applies_to(ws, TopologyClass.ZONE)  # a class per zone restricts on the driver's zone key
     zones = ws.zones()
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
         "topologyKey": ZONE_KEY, "labelSelector": {"matchLabels": {"app": "db"}}}]}}

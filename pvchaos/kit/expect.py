@@ -12,8 +12,10 @@ import re
 from collections.abc import Callable, Sequence
 
 import allure
+import pytest
 
 from pvchaos.conformance import invariants, messages, placement, timings
+from pvchaos.conformance import topology_class as tc
 from pvchaos.conformance.affinity import node_matches_pv_affinity
 from pvchaos.kit import measure
 from pvchaos.kit.workspace import Workspace
@@ -262,11 +264,59 @@ def zones_text(pv: Obj | None) -> str:
     return f"PV {o.name(pv)} has a nodeAffinity that names no zone with `In` on {o.ZONE_KEY}"
 
 
+NOT_APPLICABLE_LABEL = "pvchaos.not_applicable"  # the Allure label of a test that does not apply to the driver
+
+
+def applies_to(ws: Workspace, *classes: tc.TopologyClass) -> None:
+    """Skip, as not applicable, a test about drivers of other topology classes (a per-node
+    driver is not a zonal one that failed: issue 35)."""
+    topo = ws.topology()
+    reason = tc.not_applicable(topo.cls, classes, topo.keys)
+    if reason is not None:
+        allure.dynamic.label(NOT_APPLICABLE_LABEL, topo.cls.value)
+        pytest.skip(f"driver {ws.driver.name}: {reason}")
+
+
+def allowed_text(pv: Obj, allowed: frozenset[str]) -> str:
+    """How a PV's reach reads in a failure message: its zones and the nodes it allows."""
+    return f"{zones_text(pv)}; its nodeAffinity allows nodes {sorted(allowed) or 'none'}"
+
+
 @allure.step("the volume of {claim} is in zone {zone}")
 def volume_in_zone(ws: Workspace, claim: str, zone: str) -> Obj:
-    """The PV bound to `claim` is pinned to exactly `zone`; returns the PV."""
+    """Every node the PV bound to `claim` allows is in `zone`, and it allows one at least
+    (a zonal volume pinned to the zone, or a node-local one on a node of it); returns the PV."""
     pv = bound_volume(ws, claim)
-    expect(o.pv_zones(pv) == {zone}, f"the volume of {claim} must be in zone {zone}: {zones_text(pv)}", pv, ws=ws)
+    allowed = tc.allowed_nodes(pv, ws.nodes())
+    in_zone = {o.name(n) for n in ws.nodes(zone)}
+    expect(bool(allowed) and allowed <= in_zone, f"the volume of {claim} must be in zone {zone}: "
+           f"{allowed_text(pv, allowed)}", pv, ws=ws)
+    return pv
+
+
+@allure.step("the volume of {claim} is pinned to one of the driver's domains")
+def volume_pinned(ws: Workspace, claim: str) -> tuple[Obj, str]:
+    """The PV bound to `claim` allows the nodes of exactly one of the driver's domains
+    (a zone, a node, ...: its topology class); returns the PV and that domain's value."""
+    pv = bound_volume(ws, claim)
+    topo = ws.topology()
+    allowed = tc.allowed_nodes(pv, ws.nodes())
+    hit = [v for v, names in topo.domains.items() if allowed and allowed <= names]
+    expect(len(hit) == 1, f"a {topo.cls.value}-class volume is pinned to one domain of {topo.key} before any "
+           f"pod exists: {allowed_text(pv, allowed)}; domains {dict((v, sorted(n)) for v, n in topo.domains.items())}",
+           pv, ws=ws)
+    return pv, hit[0]
+
+
+@allure.step("the volume of {claim} is in the domains {values}")
+def volume_within(ws: Workspace, claim: str, values: Sequence[str]) -> Obj:
+    """Every node the PV bound to `claim` allows is in one of the driver's domains `values`."""
+    pv = bound_volume(ws, claim)
+    topo = ws.topology()
+    inside = frozenset().union(*(topo.domains[v] for v in values))
+    allowed = tc.allowed_nodes(pv, ws.nodes())
+    expect(bool(allowed) and allowed <= inside, f"the volume of {claim} must be in {topo.key} {list(values)}: "
+           f"{allowed_text(pv, allowed)}", pv, ws=ws)
     return pv
 
 

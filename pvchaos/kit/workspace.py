@@ -15,9 +15,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, ClusterHandle
+from pvchaos.conformance import topology_class as tc
 from pvchaos.drivers.driver import Driver, HarnessDriver
 from pvchaos.kube import builders, kinds, naming
 from pvchaos.kube import objects as o
@@ -25,6 +27,21 @@ from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_gone
+
+
+@dataclass(frozen=True)
+class DriverTopology:
+    """The driver's topology as the cluster shows it (pvchaos/conformance/topology_class.py):
+    its keys, its class, and its domains (key value -> node names)."""
+
+    keys: tuple[str, ...]
+    cls: tc.TopologyClass
+    key: str | None  # the key whose values name the domains (None: class none)
+    domains: dict[str, frozenset[str]]
+
+    def domain_of(self, node: str) -> str:
+        """The domain value a node is in."""
+        return next(v for v, names in self.domains.items() if node in names)
 
 
 class Workspace:
@@ -164,6 +181,18 @@ class Workspace:
         if len(nodes) <= index:
             raise LookupError(f"no node #{index} {'in ' + zone if zone else ''}: nodes {[o.name(n) for n in nodes]}")
         return nodes[index]
+
+    def topology(self) -> DriverTopology:
+        """The run's driver's topology keys (from the workers' CSINodes; a driver that
+        registers nowhere, as the old test double, falls back to its profile's keys or the
+        zone key), its class and its domains."""
+        nodes = self.nodes()
+        keys = tc.driver_keys(self.list("CSINode"), self.driver.name)
+        if not keys and not any(self.driver.name == d.get("name") for c in self.list("CSINode")
+                                for d in (c.get("spec") or {}).get("drivers") or []):
+            keys = tuple(getattr(getattr(self.driver, "profile", None), "topology_keys", ()) or (o.ZONE_KEY,))
+        cls = tc.topology_class(keys, nodes)
+        return DriverTopology(keys, cls, tc.domain_key(cls, keys, nodes), tc.domains(cls, keys, nodes))
 
     def pin(self, node: Obj) -> dict[str, str]:
         """A nodeSelector that puts a pod on this node (by its hostname label, which may

@@ -176,3 +176,13 @@ def events_for(kube: Kube, obj: Obj) -> list[Obj]:
 
 def event_lines(events: list[Obj]) -> list[str]:
     return [f"{e.get('type')} {e.get('reason')}: {e.get('message', '').strip()}" for e in events]
+
+
+def pod_log(kube: Kube, name: str, namespace: str, container: str | None = None, previous: bool = False) -> str:
+    """A pod's container log (the previous instance's with `previous`): what a process in
+    the pod printed, e.g. the bytes it read from its volume, as a driver-generic witness."""
+    kwargs: dict[str, Any] = {"previous": previous}
+    if container:
+        kwargs["container"] = container
+    text: str = kube.core.read_namespaced_pod_log(name, namespace, **kwargs)
+    return text
