@@ -64,7 +64,7 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 # driver-generic: a test that does not apply to the driver (its topology class, a
 # capability it lacks) skips naming why.
 TIERS: dict[str, tuple[str, ...]] = {
-    "core": ("binding_modes", "csi_topology", "spreading", "capacity", "pv_affinity_mutation", "reclaim"),
+    "core": ("binding_modes", "csi_topology", "spreading", "capacity", "pv_affinity_mutation", "reclaim", "fs_group"),
     "disruption": ("node_failure", "attach_detach", "zone_outage", "real_kubelet"),
     "scale": (),
 }
@@ -381,12 +381,16 @@ def run(args: argparse.Namespace) -> int:
         allure_dir = report_dir / "allure-results"
         (report_dir / "certification-behaviours.md").write_text(
             render_certification(profile, results_from_allure(allure_dir)))
+        rows = pkg.suite_rows(results, suites, tier_of)
+        tiers = tuple(dict.fromkeys(tier_of(s) for s in suites))
+        capabilities = pkg.capability_rows(pkg.driver_capabilities(discovery, profile), results, tiers, tier_of, rows)
         cert = pkg.Certification(
             driver=package.driver_name, driver_version=version, version_source=version_source, plugin_name=plugin_name,
             k8s_version=objects["k8s_version"], backend=args.backend, discovered=discovery.table(),
             declared=pkg.declared_table(profile if package.profile is not None else None),
-            disagreements=disagreements, rows=pkg.suite_rows(results, suites), findings=findings,
-            recovery=pkg.recovery_figures(results), command=reproduce_command(args), profile_source=profile_source)
+            disagreements=disagreements, rows=rows, findings=findings,
+            recovery=pkg.recovery_figures(results), command=reproduce_command(args), profile_source=profile_source,
+            capabilities=capabilities, tiers=tiers)
     # the ExitStack has uninstalled (its findings are in `findings`, the list the report holds)
     md, js = pkg.write_report(report_dir, cert)
     print(md.read_text())

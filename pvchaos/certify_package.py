@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pvchaos.certification import MISSING_LABEL, redact
+from pvchaos.certification import EVIDENCE_LABEL, EXERCISED_LABEL, MISSING_LABEL, redact
 from pvchaos.drivers.profile import DriverProfile
 
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -199,6 +199,14 @@ class SuiteRow:
     skipped: int = 0
     reason: str = ""
     link: str = ""  # the failing test's Allure result (the HTML report's ids are made when it is built)
+    provisioned: int = 0  # the driver's volumes its tests had provisioned, attached and published
+    attached: int = 0
+    published: int = 0
+    tier: str = ""
+
+    @property
+    def volumes(self) -> str:
+        return f"{self.provisioned} / {self.attached} / {self.published}"
 
 
 def _suite_of(data: Mapping[str, Any]) -> str:
@@ -208,9 +216,8 @@ def _suite_of(data: Mapping[str, Any]) -> str:
     return match.group(1) if match else (text or "unknown")
 
 
-def suite_rows(results: Iterable[Mapping[str, Any]], suites: Sequence[str]) -> list[SuiteRow]:
-    """One row per suite from Allure result dicts (last attempt of each test counts); a suite
-    with no result is a failed row, not a silent gap."""
+def latest_results(results: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The last attempt of each test, leaving out results the harness wrote itself."""
     latest: dict[str, Mapping[str, Any]] = {}
     for data in results:
         if any(lab.get("name") == "pvchaos.certification" for lab in data.get("labels") or []):
@@ -218,28 +225,55 @@ def suite_rows(results: Iterable[Mapping[str, Any]], suites: Sequence[str]) -> l
         key = str(data.get("historyId") or data.get("fullName") or data.get("uuid"))
         if key not in latest or int(data.get("stop") or 0) >= int(latest[key].get("stop") or 0):
             latest[key] = data
+    return list(latest.values())
+
+
+def _labels(data: Mapping[str, Any], name: str) -> list[str]:
+    return [str(lab.get("value")) for lab in data.get("labels") or [] if lab.get("name") == name]
+
+
+def volume_counts(data: Mapping[str, Any]) -> tuple[int, int, int]:
+    """(provisioned, attached, published) of the run's driver in one test (its evidence label)."""
+    for text in _labels(data, EVIDENCE_LABEL):
+        found = re.fullmatch(r"provisioned (\d+), attached (\d+), published (\d+)", text)
+        if found:
+            return int(found[1]), int(found[2]), int(found[3])
+    return 0, 0, 0
+
+
+def suite_rows(results: Iterable[Mapping[str, Any]], suites: Sequence[str],
+               tier_of: Callable[[str], str] = lambda _: "") -> list[SuiteRow]:
+    """One row per suite from Allure result dicts (last attempt of each test counts), with
+    the driver's volumes its tests exercised; a suite with no result is a failed row, not a
+    silent gap."""
+    latest = {str(d.get("uuid")): d for d in latest_results(results)}
     grouped: dict[str, list[Mapping[str, Any]]] = {s: [] for s in suites}
     for data in latest.values():
         grouped.setdefault(_suite_of(data), []).append(data)
     rows = []
     for suite, items in grouped.items():
+        counts = [volume_counts(i) for i in items]
+        volumes: dict[str, Any] = {"provisioned": sum(c[0] for c in counts), "attached": sum(c[1] for c in counts),
+                                   "published": sum(c[2] for c in counts), "tier": tier_of(suite)}
         status = [str(i.get("status")) for i in items]
         failed = [i for i in items if str(i.get("status")) not in ("passed", "skipped")]
         skipped = [i for i in items if str(i.get("status")) == "skipped"]
         n_passed, n_failed, n_skipped = status.count("passed"), len(failed), len(skipped)
         if not items:
-            rows.append(SuiteRow(suite, "failed", reason="no results (the suite did not run)"))
+            rows.append(SuiteRow(suite, "failed", reason="no results (the suite did not run)", tier=tier_of(suite)))
         elif failed:
             first = failed[0]
             message = str((first.get("statusDetails") or {}).get("message") or "").strip()
             rows.append(SuiteRow(suite, "failed", n_passed, n_failed, n_skipped,
                                  reason=f"{first.get('name')}: {message.splitlines()[0] if message else first.get('status')}",
-                                 link=f"allure-results/{first.get('uuid')}-result.json"))
+                                 link=f"allure-results/{first.get('uuid')}-result.json", **volumes))
         elif len(skipped) == len(items):
-            rows.append(SuiteRow(suite, "skipped", n_passed, n_failed, n_skipped, reason=_skip_reasons(skipped)))
+            rows.append(SuiteRow(suite, "skipped", n_passed, n_failed, n_skipped, reason=_skip_reasons(skipped),
+                                 **volumes))
         else:
             rows.append(SuiteRow(suite, "passed", n_passed, n_failed, n_skipped,
-                                 reason=f"{len(skipped)} skipped" if skipped else ""))
+                                 reason=f"{len(skipped)} skipped: {_skip_reasons(skipped)}" if skipped else "",
+                                 **volumes))
     return rows
 
 
@@ -273,6 +307,81 @@ def recovery_figures(results: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+# ---- capabilities exercised: the certification rests on them -------------------------------
+
+CERTIFIED, NOT_CERTIFIED, FAILED = "CERTIFIED", "NOT CERTIFIED", "FAILED"
+# The suites that exercise a capability, for the "why not exercised" of a row.
+EXERCISING_SUITES: dict[str, str] = {
+    "dynamic-provisioning": "every suite with the driver's class", "publish": "any suite on real kubelets",
+    "topology": "binding_modes, spreading", "attach": "attach_detach", "capacity": "capacity",
+    "volume-limits": "csi_topology", "fsgroup": "fs_group",
+    "expansion": "none yet (external-resizer is not served here; issue 37)",
+    "volume-mode Block": "none yet (issue 37)", "access-mode ReadWriteMany": "none yet",
+}
+
+
+def driver_capabilities(d: Discovery, profile: DriverProfile | None) -> dict[str, str]:
+    """Capability word -> why the driver has it: what discovery found, and what its profile
+    declares (a declared capability must be exercised too, or the certification says so)."""
+    caps = {"dynamic-provisioning": "a StorageClass of the driver", "publish": "every CSI node plugin",
+            "access-mode ReadWriteOnce": "every driver"}
+    if d.topology_keys:
+        caps["topology"] = f"CSINode topology keys {', '.join(d.topology_keys)}"
+    if d.attach_required:
+        caps["attach"] = "CSIDriver attachRequired true"
+    if d.storage_capacity:
+        caps["capacity"] = "CSIDriver storageCapacity true"
+    if d.max_volumes is not None:
+        caps["volume-limits"] = f"CSINode allocatable count {d.max_volumes}"
+    if d.allow_expansion or (profile is not None and profile.has("controllerExpansion")):
+        caps["expansion"] = "StorageClass allowVolumeExpansion" if d.allow_expansion else "profile controllerExpansion"
+    if d.fs_group_policy and d.fs_group_policy != "None":
+        caps["fsgroup"] = f"CSIDriver fsGroupPolicy {d.fs_group_policy}"
+    if profile is not None and profile.has("RWX"):
+        caps["access-mode ReadWriteMany"] = "profile capability RWX"
+    if profile is not None and profile.has("block"):
+        caps["volume-mode Block"] = "profile capability block"
+    return caps
+
+
+@dataclass(frozen=True)
+class CapabilityRow:
+    """One capability of the driver: which tier's tests exercised it, and the verdict."""
+
+    capability: str
+    source: str  # why the driver has it
+    tiers: dict[str, str]  # tier -> "passed (N)", "failed (N)" or "-"
+    outcome: str  # exercised | failed | not exercised
+    why: str = ""  # for not exercised: the suites that would, and why they did not
+
+
+def capability_rows(caps: Mapping[str, str], results: Iterable[Mapping[str, Any]], tiers: Sequence[str],
+                    tier_of: Callable[[str], str], rows: Sequence[SuiteRow]) -> list[CapabilityRow]:
+    """Each capability x tier: the tests that passed (or failed) with evidence of it."""
+    latest = latest_results(results)
+    out = []
+    for cap, source in caps.items():
+        cells: dict[str, str] = {}
+        passed = failed = 0
+        for tier in tiers:
+            hits = [d for d in latest if tier_of(_suite_of(d)) == tier and cap in _labels(d, EXERCISED_LABEL)]
+            ok = sum(1 for d in hits if d.get("status") == "passed")
+            bad = sum(1 for d in hits if d.get("status") not in ("passed", "skipped"))
+            cells[tier] = f"failed ({bad})" if bad else (f"passed ({ok})" if ok else "-")
+            passed, failed = passed + ok, failed + bad
+        if failed:
+            out.append(CapabilityRow(cap, source, cells, "failed"))
+        elif passed:
+            out.append(CapabilityRow(cap, source, cells, "exercised"))
+        else:
+            suites = EXERCISING_SUITES.get(cap, "none")
+            reasons = [f"{r.suite}: {r.reason}" for r in rows if r.suite in suites and r.reason]
+            out.append(CapabilityRow(cap, source, cells, "not exercised",
+                                     f"no passing test showed it (suites that do: {suites})"
+                                     + (f"; {'; '.join(reasons)}" if reasons else "")))
+    return out
+
+
 # ---- the report -------------------------------------------------------------------------
 
 @dataclass
@@ -293,14 +402,24 @@ class Certification:
     command: str = ""
     profile_source: str = "generated from discovery"
     plugin_name: str = ""  # the name GetPluginInfo answered; "" when it was not called
+    capabilities: list[CapabilityRow] = field(default_factory=list)
+    tiers: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
+        """FAILED when a test failed, the profile disagreed or something was left behind;
+        NOT CERTIFIED when a capability the driver has was exercised by no passing test
+        (or no test ran at all); CERTIFIED otherwise."""
         failed = any(r.outcome == "failed" for r in self.rows) or self.disagreements or self.findings
-        return "FAILED" if failed else "PASSED"
+        if failed or any(c.outcome == "failed" for c in self.capabilities):
+            return FAILED
+        if not self.capabilities or any(c.outcome != "exercised" for c in self.capabilities):
+            return NOT_CERTIFIED
+        return CERTIFIED
 
     def exit_code(self) -> int:
-        return 1 if self.verdict == "FAILED" else 0
+        """0 only for CERTIFIED."""
+        return 0 if self.verdict == CERTIFIED else 1
 
 
 def to_json(c: Certification) -> dict[str, Any]:
@@ -315,11 +434,22 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(c: Certification) -> str:
+    missing = [r for r in c.capabilities if r.outcome != "exercised"]
     lines = [f"# CSI driver certification: {_cell(c.driver)}", "",
              f"**{c.verdict}**: " + ", ".join(f"{sum(r.outcome == o for r in c.rows)} {o}"
                                              for o in ("passed", "failed", "skipped")) + " suites"
              + (f"; {len(c.disagreements)} profile disagreements" if c.disagreements else "")
-             + (f"; {len(c.findings)} findings" if c.findings else ""), "",
+             + (f"; {len(c.findings)} findings" if c.findings else "")
+             + (f"; capabilities not exercised: {', '.join(r.capability for r in missing)}" if missing else ""), "",
+             "## Summary: capability x tier", "",
+             "| Capability | Why the driver has it | " + " | ".join(c.tiers) + " | Result |",
+             "|---|---|" + "---|" * len(c.tiers) + "---|"]
+    for row in c.capabilities:
+        result = row.outcome if row.outcome == "exercised" else f"**{row.outcome}**"
+        lines.append(f"| {row.capability} | {_cell(row.source)} | " + " | ".join(row.tiers.get(t, "-") for t in c.tiers)
+                     + f" | {result} |")
+    lines += [f"- {_cell(r.capability)} not exercised: {_cell(r.why)}" for r in missing if r.why]
+    lines += ["",
              "| | |", "|---|---|",
              f"| Driver | {_cell(c.driver)} |",
              f"| Version | {_cell(c.driver_version)} ({_cell(c.version_source)}) |",
@@ -336,11 +466,14 @@ def render_markdown(c: Certification) -> str:
     if c.disagreements:
         lines += ["", "Disagreements between the profile and the cluster:", ""]
         lines += [f"- {_cell(d.line())}" for d in c.disagreements]
-    lines += ["", "## Suites", "", "| Suite | Result | Passed | Failed | Skipped | Reason |", "|---|---|---|---|---|---|"]
+    lines += ["", "## Suites", "",
+              "| Suite | Tier | Result | Passed | Failed | Skipped | Driver volumes provisioned / attached / published "
+              "| Reason |", "|---|---|---|---|---|---|---|---|"]
     for r in c.rows:
         result = "**failed**" if r.outcome == "failed" else r.outcome
         reason = f"[{_cell(r.reason)}]({r.link})" if r.link else _cell(r.reason)
-        lines.append(f"| {r.suite} | {result} | {r.passed} | {r.failed} | {r.skipped} | {reason} |")
+        lines.append(f"| {r.suite} | {r.tier or '-'} | {result} | {r.passed} | {r.failed} | {r.skipped} | {r.volumes} "
+                     f"| {reason} |")
     if c.recovery:
         lines += ["", "## Recovery figures", "", "| Measurement | Value |", "|---|---|"]
         lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in c.recovery.items()]

@@ -20,7 +20,7 @@ from pvchaos.kube.wait import wait_for_state
 pytestmark = [allure.epic("The CSI path"), allure.feature("Capacity tracking"),
               # the capacity knobs are pvchaos-csi's control files (pvchaos/chaos/csi_control.py)
               pytest.mark.needs("attach", "dynamic-zonal", "zones", "pvchaos-csi-control"),
-              pytest.mark.cluster(csi_capacity_tracking=True)]
+              pytest.mark.cluster(csi_capacity_tracking=True), pytest.mark.exercises("capacity")]
 
 UNLIMITED = "1Ti"  # what pvchaos-csi reports for a zone its control file does not limit
 

@@ -109,6 +109,7 @@ def test_strict_topology_narrows_the_requisite(ws: Workspace, strict: bool) -> N
 @allure.feature("Volume limits")
 @allure.story("a node at its CSINode volume limit takes no pod needing another volume; another node does")
 @pytest.mark.cluster(csi_max_volumes_per_node=1)
+@pytest.mark.exercises("volume-limits")
 def test_node_at_its_volume_limit_takes_no_more(ws: Workspace) -> None:
     node = ws.node()
     sc = ws.storage_class("limit", "WaitForFirstConsumer")
@@ -133,6 +134,7 @@ MOST_TO_FILL = 16  # volumes one node is filled with on 2 cores; a driver report
 
 @allure.feature("Volume limits")
 @allure.story("the driver's own CSINode allocatable count is the node's limit: one volume more does not fit")
+@pytest.mark.exercises("volume-limits")
 def test_the_drivers_own_volume_limit_is_enforced(ws: Workspace) -> None:
     """Whatever limit the driver reports (NodeGetInfo max_volumes_per_node, written to the
     node's CSINode allocatable.count), the scheduler keeps the node from taking one more of

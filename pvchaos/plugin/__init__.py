@@ -56,6 +56,8 @@ MARKERS = (
     "needs(*capabilities): the capabilities a test requires (clusters.backend.Capability); "
     "it skips with a reason without them, and an unknown word is a collection error",
     "cluster(**options): the local cluster this test needs (feature gates, disabled controllers...)",
+    "exercises(*capabilities): driver capabilities a passing test exercises beyond what its volumes show "
+    "(capacity, volume-limits, expansion, fsgroup...): a certification counts it for them (docs/certify.md)",
     "relies_on(*canaries): the canaries this test relies on (pvchaos/kit/canaries.py), instead of those its "
     "needs(...) imply; a failed one fails the test at once with its diagnosis",
 )

@@ -18,7 +18,7 @@ from typing import NoReturn
 import allure
 import pytest
 
-from pvchaos.certification import MISSING_LABEL, SOURCE_LABEL
+from pvchaos.certification import EVIDENCE_LABEL, EXERCISED_LABEL, MISSING_LABEL, SOURCE_LABEL
 from pvchaos.chaos import leaks
 from pvchaos.clusters import providers
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterError, ClusterHandle
@@ -29,10 +29,12 @@ from pvchaos.clusters.local.registry import sweep_orphans
 from pvchaos.clusters.options import Options, from_values
 from pvchaos.clusters.pool import CannotProvide, ClusterPool, ClusterRequest, Teardown
 from pvchaos.clusters.provider import Feature, ProvideHooks
+from pvchaos.conformance import volume_evidence
 from pvchaos.drivers.driver import Driver, driver_for, missing_for
 from pvchaos.drivers.profile import DriverProfile
 from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
 from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import kinds
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.errors import CanaryFailed
@@ -194,14 +196,35 @@ def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle, drive
     failed = _canary_verdict(request, kube, cluster, driver)
     if failed is not None:
         request.node.stash[CANARY_KEY] = failed  # the test body is replaced by this verdict
+    workspace: Workspace | None = None
     try:
         workspace = Workspace(kube, cluster, request.node.name, cleanup, driver)
         request.node.stash[WORKSPACE_KEY] = workspace
         yield workspace
     finally:
+        if workspace is not None:
+            _record_evidence(request.node, workspace)
         cleanup.run()
     if before is not None:
         leaks.assert_restored(kube, cluster, before)
+
+
+def _record_evidence(item: pytest.Item, ws: Workspace) -> None:
+    """What the test did with the driver's volumes, read before its objects are deleted,
+    as Allure labels a certification counts (pvchaos/conformance/volume_evidence.py); the
+    test's `exercises(...)` words join them. Never fails the test: evidence is a reading."""
+    try:
+        found = volume_evidence.evidence(
+            ws.driver.name, ws.list("PersistentVolumeClaim"), kinds.list_objects(ws.kube, "PersistentVolume")[0],
+            kinds.list_objects(ws.kube, "VolumeAttachment")[0], ws.list("Pod"),
+            ws.cluster.has(Capability.REAL_KUBELET))
+    except Exception as exc:  # noqa: BLE001 - a reading that failed is said, not raised
+        allure.dynamic.label(EVIDENCE_LABEL, f"not read: {type(exc).__name__}: {exc}")
+        return
+    allure.dynamic.label(EVIDENCE_LABEL, found.line())
+    declared = [w for mark in item.iter_markers("exercises") for w in mark.args]
+    for word in dict.fromkeys([*found.exercised(), *(declared if found.provisioned else [])]):
+        allure.dynamic.label(EXERCISED_LABEL, word)
 
 
 @dataclass

@@ -229,7 +229,10 @@ def test_one_row_per_suite() -> None:
 def certification(**kw: object) -> pkg.Certification:
     base: dict = dict(driver=DRIVER, driver_version="0.1.0", version_source="CSIDriver label", k8s_version="v1.36.3",
                       backend="kind", discovered={"topology": ZONE}, declared={"topology": ZONE}, disagreements=[],
-                      rows=[pkg.SuiteRow("binding_modes", "passed", 3)], command="bin/pvchaos certify --driver-dir x")
+                      rows=[pkg.SuiteRow("binding_modes", "passed", 3, provisioned=4, tier="core")],
+                      command="bin/pvchaos certify --driver-dir x", tiers=("core",),
+                      capabilities=[pkg.CapabilityRow("dynamic-provisioning", "a class", {"core": "passed (3)"},
+                                                      "exercised")])
     base.update(kw)
     return pkg.Certification(**base)
 
@@ -239,9 +242,44 @@ def test_report_of_a_good_driver(tmp_path: Path) -> None:
     assert c.exit_code() == 0
     md, js = pkg.write_report(tmp_path, c)
     text = md.read_text()
-    assert "**PASSED**" in text and "0.1.0" in text and "v1.36.3" in text and "bin/pvchaos certify --driver-dir x" in text
-    assert "| binding_modes | passed | 3 |" in text
-    assert json.loads(js.read_text())["verdict"] == "PASSED"
+    assert "**CERTIFIED**" in text and "0.1.0" in text and "v1.36.3" in text and "bin/pvchaos certify --driver-dir x" in text
+    assert "| binding_modes | core | passed | 3 | 0 | 0 | 4 / 0 / 0 |" in text
+    assert "| dynamic-provisioning | a class | passed (3) | exercised |" in text
+    assert json.loads(js.read_text())["verdict"] == "CERTIFIED"
+
+
+def cresult(suite: str, name: str, status: str, exercised: tuple[str, ...] = (), volumes: str = "") -> dict:
+    labels = [{"name": "suite", "value": f"test_{suite}"}, *({"name": "pvchaos.exercised", "value": w} for w in exercised)]
+    if volumes:
+        labels.append({"name": "pvchaos.volumes", "value": volumes})
+    return {"uuid": name, "historyId": name, "name": name, "status": status, "labels": labels, "stop": 1}
+
+
+def tier(suite: str) -> str:
+    return {"binding_modes": "core", "attach_detach": "disruption"}.get(suite, "other")
+
+
+def test_a_capability_no_passing_test_showed_is_not_certified_and_says_why() -> None:
+    """No pass without evidence: attach is the driver's, but the only test that attached failed
+    or never ran; a pass that made no volume of the driver shows nothing."""
+    results = [cresult("binding_modes", "a", "passed", ("dynamic-provisioning", "topology"), "provisioned 2, attached 0, "
+                      "published 0"),
+               cresult("binding_modes", "b", "passed")]  # static volumes only: no evidence of the driver
+    discovery = pkg.Discovery(DRIVER, attach_required=True, nodes=(pkg.NodeRegistration("n", True, (ZONE,), 8),))
+    caps = pkg.driver_capabilities(discovery, None)
+    assert set(caps) == {"dynamic-provisioning", "publish", "access-mode ReadWriteOnce", "topology", "attach",
+                         "volume-limits"}
+    rows = pkg.suite_rows(results, ["binding_modes", "attach_detach"], tier)
+    assert rows[0].provisioned == 2 and rows[1].outcome == "failed" and "did not run" in rows[1].reason
+    by = {r.capability: r for r in pkg.capability_rows(caps, results, ("core", "disruption"), tier, rows)}
+    assert by["topology"].outcome == "exercised" and by["topology"].tiers == {"core": "passed (1)", "disruption": "-"}
+    assert by["attach"].outcome == "not exercised" and "attach_detach" in by["attach"].why
+    c = certification(capabilities=list(by.values()), rows=rows[:1])
+    assert c.verdict == pkg.NOT_CERTIFIED and c.exit_code() == 1
+    assert "capabilities not exercised: publish, access-mode ReadWriteOnce, attach, volume-limits" in pkg.render_markdown(c)
+    failing = pkg.capability_rows(caps, [*results, cresult("attach_detach", "c", "failed", ("attach",))],
+                                  ("core", "disruption"), tier, rows)
+    assert certification(capabilities=failing).verdict == pkg.FAILED
 
 
 def test_a_disagreement_or_a_leftover_fails_the_report() -> None:
