@@ -488,21 +488,27 @@ class KindBackend:
         except (OSError, ValueError):
             raise ClusterError(f"--kind-cluster {cluster}: not a running pvchaos kind cluster (there are: "
                                f"{', '.join(kind_clusters()) or 'none'}; `pvchaos cluster list`)") from None
-        stored = spec["storage"]
-        storage: StorageStack
-        if "vendor" in stored:
-            storage = VendorStorage(load_package(stored["vendor"]), float(stored.get("wait_timeout", 180.0)))
-        else:
-            storage = HarnessStorage(csi.CsiOptions(**stored["csi"]), bool(stored.get("test_double")))
-        backend = cls(cluster=cluster, topology=Topology.parse(",".join(spec["zones"]), spec["nodes_per_zone"]),
-                      k8s_version=spec["k8s_version"], feature_gates=spec["feature_gates"],
-                      kcm_flags=spec["kcm_flags"], directory=directory, image=spec.get("image"), storage=storage,
-                      detached=True)
+        backend = cls.from_spec(cluster, directory, spec)
         try:
             backend.engine = ensure_engine()
         except EngineError as exc:
             raise ClusterError(str(exc)) from None
         return backend
+
+    @classmethod
+    def from_spec(cls, cluster: str, directory: Path, spec: dict[str, Any]) -> KindBackend:
+        """The backend `_write_spec` described (no engine yet)."""
+        stored = spec["storage"]
+        storage: StorageStack
+        if "vendor" in stored:
+            storage = VendorStorage(load_package(stored["vendor"], need_images=False),  # installed already
+                                    float(stored.get("wait_timeout", 180.0)))
+        else:
+            storage = HarnessStorage(csi.CsiOptions(**stored["csi"]), bool(stored.get("test_double")))
+        return cls(cluster=cluster, topology=Topology.parse(",".join(spec["zones"]), spec["nodes_per_zone"]),
+                   k8s_version=spec["k8s_version"], feature_gates=spec["feature_gates"],
+                   kcm_flags=spec["kcm_flags"], directory=directory, image=spec.get("image"), storage=storage,
+                   detached=True)
 
     @property
     def kubeconfig(self) -> Path:

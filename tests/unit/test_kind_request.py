@@ -1,0 +1,68 @@
+"""The kind backend provides a cluster for a request with the request's storage stack
+(issue 35): what such a cluster can do is known before it starts, a vendor's package
+is refused for CSI settings only pvchaos-csi takes (with the reason), and a cluster
+another process started is rebuilt from its spec (`--kind-cluster`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pvchaos.clusters.backend import Capability
+from pvchaos.clusters.kind import KindBackend, default_gates
+from pvchaos.clusters.request import CannotProvide, ClusterDefaults, ClusterRequest
+from pvchaos.clusters.storage import HarnessStorage, VendorStorage
+from pvchaos.clusters.topology import Topology
+from pvchaos.clusters.vendor_package import load_package
+from pvchaos.tools.versions import DEFAULT_K8S_VERSION
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vendor-driver"
+
+
+def defaults(vendor: bool) -> ClusterDefaults:
+    storage = VendorStorage(load_package(EXAMPLE, need_images=False)) if vendor else None
+    return ClusterDefaults(Topology.parse("3", 1), default_gates(DEFAULT_K8S_VERSION), DEFAULT_K8S_VERSION, storage)
+
+
+def test_a_vendor_cluster_attaches_as_its_csidriver_says_and_has_no_harness_control() -> None:
+    vendor = KindBackend.for_request(ClusterRequest(), defaults(True), cluster="t")
+    caps = vendor.capabilities()
+    assert Capability.ATTACH in caps and Capability.REAL_KUBELET in caps and Capability.NODE_FAILURE in caps
+    assert Capability.HARNESS_DRIVER not in caps and Capability.PROVISIONING_FAILURES not in caps
+    assert not vendor.runs_csi and vendor.vendor is not None
+    assert "zones_dir" not in json.dumps(vendor.config())  # no pvchaos-csi zone mounts in its nodes
+    own = KindBackend.for_request(ClusterRequest(), defaults(False), cluster="t")
+    assert Capability.HARNESS_DRIVER in own.capabilities() and own.runs_csi
+
+
+def test_a_shaped_request_keeps_the_vendor_package_and_refuses_what_only_pvchaos_csi_takes() -> None:
+    gate_off = KindBackend.for_request(ClusterRequest(feature_gates=(("MutablePVNodeAffinity", False),),
+                                                      nodes_per_zone=2), defaults(True), cluster="t")
+    assert isinstance(gate_off.storage, VendorStorage) and gate_off.topology.nodes_per_zone == 2
+    assert Capability.MUTABLE_PV_AFFINITY not in gate_off.capabilities()
+    with pytest.raises(CannotProvide, match="storageCapacity false"):
+        KindBackend.for_request(ClusterRequest(csi_capacity_tracking=True), defaults(True), cluster="t")
+    with pytest.raises(CannotProvide, match="--strict-topology"):
+        KindBackend.for_request(ClusterRequest(csi_strict_topology=True), defaults(True), cluster="t")
+    with pytest.raises(CannotProvide, match="volume limit"):
+        KindBackend.for_request(ClusterRequest(csi_max_volumes_per_node=1), defaults(True), cluster="t")
+    with pytest.raises(CannotProvide, match="disabled_controllers"):
+        KindBackend.for_request(ClusterRequest(disabled_controllers=("ttl",)), defaults(False), cluster="t")
+    harness = KindBackend.for_request(ClusterRequest(csi_capacity_tracking=True), defaults(False), cluster="t")
+    assert isinstance(harness.storage, HarnessStorage) and harness.storage.csi.capacity_tracking
+
+
+def test_a_running_cluster_is_rebuilt_from_its_spec(tmp_path: Path) -> None:
+    for vendor in (True, False):
+        backend = KindBackend.for_request(ClusterRequest(csi_capacity_tracking=not vendor), defaults(vendor),
+                                          cluster="t")
+        backend.directory = tmp_path
+        backend.image = "pvchaos/kind-node:x"
+        backend._write_spec()
+        again = KindBackend.from_spec("t", tmp_path, json.loads(backend.spec_file.read_text()))
+        assert again.topology == backend.topology and again.feature_gates == backend.feature_gates
+        assert again.capabilities() == backend.capabilities() and again.image == backend.image
+        assert type(again.storage) is type(backend.storage)
+        assert again.csi_options == backend.csi_options
