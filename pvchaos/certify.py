@@ -188,6 +188,50 @@ def _version(objects: dict, package: DriverPackage, kubectl: Kubectl, discovery:
     return choice.info.vendor_version or "(empty vendor_version)", choice.source, choice.info.name, findings
 
 
+def _driver_services(package: DriverPackage, discovery: pkg.Discovery, kubectl: Kubectl,
+                     target: Target) -> pkg.Discovery:
+    """Discovery with what the driver answers about its services: GetPluginCapabilities and
+    NodeGetCapabilities from its node plugin on the first registered worker,
+    ControllerGetCapabilities from whichever socket on that node or on a controller pod's
+    node answers the driver's name (pvchaos-csi info). Where nothing can be asked, the
+    table says why."""
+    driver = package.driver_name
+    node = next((n.node for n in discovery.nodes if n.registered), None)
+    if node is None:
+        return replace(discovery, services_source="no worker registers the driver")
+    try:
+        choice = target.plugin_info(node, driver)
+    except ClusterError as exc:
+        return replace(discovery, services_source=str(exc))
+    controller = choice.controller_capabilities(driver)
+    asked = [node]
+    for other in _controller_nodes(kubectl, package):
+        if controller or other in asked:
+            continue
+        asked.append(other)
+        try:
+            controller = target.plugin_info(other, driver).controller_capabilities(driver)
+        except ClusterError:
+            continue
+    info = choice.info
+    return replace(discovery, plugin_capabilities=info.capabilities if info else None,
+                   node_capabilities=info.node_capabilities if info else None,
+                   controller_capabilities=controller if controller else (None if info is None else ()),
+                   services_source=f"pvchaos-csi info on node {', '.join(asked)}")
+
+
+def _controller_nodes(kubectl: Kubectl, package: DriverPackage) -> list[str]:
+    """The nodes the package's controller pods run on (not its DaemonSets')."""
+    nodes = []
+    for ns in sorted({w.namespace for w in package.controllers}):
+        for pod in kubectl.items("pods", "-n", ns):
+            owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+            name = (pod.get("spec") or {}).get("nodeName")
+            if name and not any(o.get("kind") == "DaemonSet" for o in owners) and name not in nodes:
+                nodes.append(str(name))
+    return nodes
+
+
 def _profile(package: DriverPackage, discovery: pkg.Discovery, report_dir: Path) -> tuple[DriverProfile, Path, str]:
     if package.profile is not None:
         return load_profile(package.profile), package.profile, str(package.profile)
@@ -255,6 +299,7 @@ class NewKindClusters:
     logs_dir: Path
     backend: KindBackend = field(init=False)
     kubectl: Kubectl = field(init=False)
+    _asked: dict[tuple[str, str], PluginChoice] = field(default_factory=dict, init=False)
     loads_images = True  # every image the manifests run must be in images/*.tar (no registry)
 
     @staticmethod
@@ -285,7 +330,9 @@ class NewKindClusters:
                        nodes_per_zone=self.args.nodes_per_zone, k8s_version=self.args.k8s_version)
 
     def plugin_info(self, node: str, driver: str) -> PluginChoice:
-        return self.backend.plugin_info(node, driver)
+        if (node, driver) not in self._asked:  # each node is asked once (a copy and a few execs)
+            self._asked[(node, driver)] = self.backend.plugin_info(node, driver)
+        return self._asked[(node, driver)]
 
     def finish(self, findings: list[str], keep: bool) -> None:
         if self.backend.engine is None:  # never started
@@ -366,6 +413,7 @@ def run(args: argparse.Namespace) -> int:
         discovery = pkg.discover(package.driver_name, objects["csidriver"], objects["csinodes"], objects["nodes"],
                                  objects["storage_class"])
         version, version_source, plugin_name, name_findings = _version(objects, package, kubectl, discovery, target)
+        discovery = _driver_services(package, discovery, kubectl, target)
         findings += name_findings
         print(f"[pvchaos certify] version {version} ({version_source})", file=sys.stderr)
         profile, profile_path, profile_source = _profile(package, discovery, report_dir)

@@ -54,6 +54,12 @@ class Discovery:
     plugin_name: str | None = None
     vendor_version: str | None = None
     version_source: str = ""
+    # what the driver itself answers (pvchaos-csi info on a node): GetPluginCapabilities,
+    # NodeGetCapabilities, ControllerGetCapabilities; None where it was not asked
+    plugin_capabilities: tuple[str, ...] | None = None
+    node_capabilities: tuple[str, ...] | None = None
+    controller_capabilities: tuple[str, ...] | None = None
+    services_source: str = ""
 
     @property
     def topology_keys(self) -> tuple[str, ...]:
@@ -83,7 +89,16 @@ class Discovery:
             "volumeLimits": "unlimited" if self.max_volumes is None else str(self.max_volumes),
             "controllerExpansion": word(self.allow_expansion) + " (StorageClass allowVolumeExpansion)",
             "volumeBindingMode": self.binding_mode or "unknown",
+            "GetPluginCapabilities": _answered(self.plugin_capabilities, self.services_source),
+            "NodeGetCapabilities": _answered(self.node_capabilities, self.services_source),
+            "ControllerGetCapabilities": _answered(self.controller_capabilities, self.services_source),
         }
+
+
+def _answered(caps: tuple[str, ...] | None, source: str) -> str:
+    if caps is None:
+        return f"not asked ({source})" if source else "not asked"
+    return ", ".join(caps) or "none"
 
 
 def _worker(node: Mapping[str, Any]) -> bool:
@@ -317,6 +332,7 @@ EXERCISING_SUITES: dict[str, str] = {
     "volume-limits": "csi_topology", "fsgroup": "fs_group",
     "expansion": "none yet (external-resizer is not served here; issue 37)",
     "volume-mode Block": "none yet (issue 37)", "access-mode ReadWriteMany": "none yet",
+    "snapshots": "none yet (issue 37)", "clones": "none yet (issue 37)",
 }
 
 
@@ -337,6 +353,13 @@ def driver_capabilities(d: Discovery, profile: DriverProfile | None) -> dict[str
         caps["expansion"] = "StorageClass allowVolumeExpansion" if d.allow_expansion else "profile controllerExpansion"
     if d.fs_group_policy and d.fs_group_policy != "None":
         caps["fsgroup"] = f"CSIDriver fsGroupPolicy {d.fs_group_policy}"
+    controller = d.controller_capabilities or ()
+    if "EXPAND_VOLUME" in controller:
+        caps["expansion"] = "ControllerGetCapabilities EXPAND_VOLUME"
+    if "CREATE_DELETE_SNAPSHOT" in controller:
+        caps["snapshots"] = "ControllerGetCapabilities CREATE_DELETE_SNAPSHOT"
+    if "CLONE_VOLUME" in controller:
+        caps["clones"] = "ControllerGetCapabilities CLONE_VOLUME"
     if profile is not None and profile.has("RWX"):
         caps["access-mode ReadWriteMany"] = "profile capability RWX"
     if profile is not None and profile.has("block"):

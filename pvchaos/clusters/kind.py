@@ -694,9 +694,9 @@ class KindBackend:
     def plugin_info(self, node: str, driver: str) -> PluginChoice:
         """GetPluginInfo of `driver` as its node plugin on `node` answers it (vendor_install)."""
         assert self.engine is not None
-        container = kind_node_names(self.cluster, self.topology).get(node)
+        container = kind_containers(self.cluster, self.topology).get(node)
         if container is None:
-            return PluginChoice(node, None, why=f"node {node} is not a worker of kind cluster {self.cluster}")
+            return PluginChoice(node, None, why=f"node {node} is not a node of kind cluster {self.cluster}")
         return vendor_install.plugin_info(self.engine, container, node, driver)
 
     def _await_nodes_ready(self) -> None:

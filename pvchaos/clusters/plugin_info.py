@@ -18,8 +18,9 @@ from pathlib import PurePosixPath
 
 PLUGINS_DIR = "/var/lib/kubelet/plugins"
 REGISTRY_DIR = "plugins_registry"  # the kubelet's registration sockets: no CSI services there
+PODS_DIR = "/var/lib/kubelet/pods"  # a controller's socket lives in its pod's emptyDir there
 # `find` in a kind node lists the sockets; -type s leaves out files named *.sock.
-FIND_SOCKETS = f"find {PLUGINS_DIR} -name '*.sock' -type s 2>/dev/null || true"
+FIND_SOCKETS = f"find {PLUGINS_DIR} {PODS_DIR} -name '*.sock' -type s 2>/dev/null || true"
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class PluginInfo:
     vendor_version: str
     capabilities: tuple[str, ...] = ()
     node_id: str | None = None
+    node_capabilities: tuple[str, ...] = ()  # NodeGetCapabilities
+    controller_capabilities: tuple[str, ...] = ()  # ControllerGetCapabilities
 
 
 def parse_info_line(text: str) -> PluginInfo:
@@ -48,7 +51,9 @@ def parse_info_line(text: str) -> PluginInfo:
     return PluginInfo(endpoint=str(data.get("endpoint") or ""), name=data["name"],
                       vendor_version=str(data.get("vendor_version") or ""),
                       capabilities=tuple(str(c) for c in data.get("capabilities") or []),
-                      node_id=str(node["node_id"]) if node and node.get("node_id") else None)
+                      node_id=str(node["node_id"]) if node and node.get("node_id") else None,
+                      node_capabilities=tuple(str(c) for c in data.get("node_capabilities") or []),
+                      controller_capabilities=tuple(str(c) for c in data.get("controller_capabilities") or []))
 
 
 def candidate_sockets(find_output: str, driver: str) -> list[str]:
@@ -74,6 +79,12 @@ class PluginChoice:
     info: PluginInfo | None
     finding: str | None = None
     why: str = ""
+    answers: tuple[PluginInfo, ...] = ()  # every socket that answered on the node (a controller's too)
+
+    def controller_capabilities(self, driver: str) -> tuple[str, ...]:
+        """ControllerGetCapabilities of a socket on the node that answers the driver's name."""
+        return next((a.controller_capabilities for a in self.answers if a.name == driver and a.controller_capabilities),
+                    ())
 
     @property
     def source(self) -> str:
@@ -87,13 +98,17 @@ def choose_plugin(driver: str, node: str, answers: Sequence[PluginInfo], failure
     """The answer whose name is the CSIDriver's; else, as a mismatch, the one socket in a
     directory named after the driver, or the only socket that answered at all (certify's
     cluster has no other storage); else no answer, saying what was found."""
+    found = tuple(answers)
+    for a in answers:
+        if a.name == driver and a.node_id is not None:  # the node plugin's socket, where there are several
+            return PluginChoice(node, a, answers=found)
     for a in answers:
         if a.name == driver:
-            return PluginChoice(node, a)
+            return PluginChoice(node, a, answers=found)
     named = [a for a in answers if driver in PurePosixPath(a.endpoint.removeprefix("unix://")).parent.parts]
     guess = named[0] if named else (answers[0] if len(answers) == 1 else None)
     if guess is not None:
-        return PluginChoice(node, guess, finding=(
+        return PluginChoice(node, guess, answers=found, finding=(
             f"GetPluginInfo on node {node} ({guess.endpoint.removeprefix('unix://')}) answers name {guess.name!r}, "
             f"but the CSIDriver object is {driver!r}: the kubelet and the sidecars use the name the driver "
             f"answers, so volumes of the StorageClass's provisioner {driver!r} are not this driver's"))

@@ -14,7 +14,7 @@ from pvchaos import certify
 from pvchaos import certify_package as pkg
 from pvchaos.clusters import vendor_package as vp
 from pvchaos.clusters.backend import ClusterError
-from pvchaos.clusters.plugin_info import PluginInfo, candidate_sockets, choose_plugin, parse_info_line
+from pvchaos.clusters.plugin_info import FIND_SOCKETS, PluginInfo, candidate_sockets, choose_plugin, parse_info_line
 
 DRIVER = "vendor.csi.pvchaos.dev"
 OWN = f"/var/lib/kubelet/plugins/{DRIVER}/csi.sock"
@@ -132,3 +132,24 @@ def test_certify_falls_back_to_the_label_saying_why() -> None:
 def test_certify_reports_another_name_as_a_finding() -> None:
     version, _, name, findings = _version(_Backend(choose_plugin(DRIVER, "zone-b-1", [parse_info_line(line("x.io"))])))
     assert version == "0.1.0" and name == "x.io" and len(findings) == 1 and "x.io" in findings[0]
+
+
+def test_the_driver_answers_its_services_and_certification_follows_them() -> None:
+    """Node and controller capabilities come from the driver (a controller's socket in its
+    pod's emptyDir answers too); a capability it advertises must then be exercised."""
+    node = parse_info_line(line(node={"node_id": "zone-a-1"}, node_capabilities=["STAGE_UNSTAGE_VOLUME"]))
+    ctrl_sock = "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/socket-dir/csi.sock"
+    ctrl = parse_info_line(line(endpoint=f"unix://{ctrl_sock}",
+                                controller_capabilities=["CREATE_DELETE_SNAPSHOT", "CREATE_DELETE_VOLUME",
+                                                         "EXPAND_VOLUME"]))
+    choice = choose_plugin(DRIVER, "zone-a-1", [ctrl, node])
+    assert choice.info == node, "the node plugin's socket is the one whose version is reported"
+    assert choice.controller_capabilities(DRIVER) == ("CREATE_DELETE_SNAPSHOT", "CREATE_DELETE_VOLUME", "EXPAND_VOLUME")
+    assert "/var/lib/kubelet/pods" in FIND_SOCKETS
+    d = pkg.Discovery(DRIVER, controller_capabilities=choice.controller_capabilities(DRIVER),
+                      node_capabilities=node.node_capabilities, services_source="pvchaos-csi info on node zone-a-1")
+    caps = pkg.driver_capabilities(d, None)
+    assert caps["snapshots"].endswith("CREATE_DELETE_SNAPSHOT") and caps["expansion"].endswith("EXPAND_VOLUME")
+    assert d.table()["NodeGetCapabilities"] == "STAGE_UNSTAGE_VOLUME"
+    assert pkg.Discovery(DRIVER, services_source="--backend existing has no access to the nodes").table()[
+        "ControllerGetCapabilities"] == "not asked (--backend existing has no access to the nodes)"

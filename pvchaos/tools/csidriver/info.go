@@ -36,8 +36,12 @@ type pluginReport struct {
 	VendorVersion string            `json:"vendor_version"`
 	Manifest      map[string]string `json:"manifest,omitempty"`
 	Capabilities  []string          `json:"capabilities"`
-	Node          *nodeReport       `json:"node,omitempty"`
-	NodeError     string            `json:"node_error,omitempty"`
+	// NodeGetCapabilities and ControllerGetCapabilities, where the socket serves them
+	// (a node plugin, a controller, or one process serving both: distributed provisioning)
+	NodeCapabilities       []string    `json:"node_capabilities,omitempty"`
+	ControllerCapabilities []string    `json:"controller_capabilities,omitempty"`
+	Node                   *nodeReport `json:"node,omitempty"`
+	NodeError              string      `json:"node_error,omitempty"`
 }
 
 type nodeReport struct {
@@ -98,6 +102,19 @@ func askPlugin(ctx context.Context, conn grpc.ClientConnInterface, endpoint stri
 			}
 		}
 		sort.Strings(out.Capabilities)
+	}
+	if caps, err := csi.NewNodeClient(conn).NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{}); err == nil {
+		for _, c := range caps.GetCapabilities() {
+			out.NodeCapabilities = append(out.NodeCapabilities, c.GetRpc().GetType().String())
+		}
+		sort.Strings(out.NodeCapabilities)
+	}
+	if caps, err := csi.NewControllerClient(conn).ControllerGetCapabilities(ctx,
+		&csi.ControllerGetCapabilitiesRequest{}); err == nil {
+		for _, c := range caps.GetCapabilities() {
+			out.ControllerCapabilities = append(out.ControllerCapabilities, c.GetRpc().GetType().String())
+		}
+		sort.Strings(out.ControllerCapabilities)
 	}
 	node, err := csi.NewNodeClient(conn).NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
 	switch {

@@ -71,6 +71,10 @@ func TestInfoOfANodePlugin(t *testing.T) {
 		rep.Node.AccessibleTopology[driver.ZoneKey] != "zone-a" || rep.NodeError != "" {
 		t.Fatalf("node: %+v (%s)", rep.Node, rep.NodeError)
 	}
+	if len(rep.NodeCapabilities) == 0 || len(rep.ControllerCapabilities) != 0 {
+		t.Fatalf("a node plugin answers NodeGetCapabilities and no controller's: %v %v", rep.NodeCapabilities,
+			rep.ControllerCapabilities)
+	}
 }
 
 func TestInfoOfAControllerOnlyEndpoint(t *testing.T) {
