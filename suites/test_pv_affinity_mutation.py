@@ -326,3 +326,45 @@ def test_retain_workflow_after_mutation(ws: Workspace, kubectl: Path) -> None:
     node = x.node_of(ws, "app")
     x.expect(label(node, "storage") == "ssd", "a new pod follows the new affinity (storage=ssd)", node, ws=ws)
 
+
+
+# ---- the driver's own dynamic volumes ------------------------------------------------------
+
+@allure.feature("gate on, the driver's own volumes")
+@allure.story("a dynamic volume of the driver moved to another node: still Bound, its running pod kept, a new pod "
+              "follows the new affinity")
+@pytest.mark.needs("mutable-pv-affinity", "dynamic-zonal")
+def test_dynamic_volume_moved_stays_bound_and_new_pods_follow(ws: Workspace) -> None:
+    """KEP-5381 on a volume the driver provisioned (not a static stand-in): the operator
+    rewrites the PV's nodeAffinity to another node, as after a storage-side migration. The
+    PV keeps its phase and claimRef, the pod already running on the old node is not
+    evicted (IgnoredDuringExecution), and a new pod of the same claim is scheduled onto the
+    node the new affinity names, whatever the driver's topology class."""
+    ws.create(b.persistent_volume_claim("data", "1Gi", ws.storage_class("mutate", "WaitForFirstConsumer")))
+    ws.create(b.pod("app", ("data",)))
+    running = x.pod_runs(ws, "app", timeout=120)
+    pv = x.bound_volume(ws, "data")
+    name, ref_before = o.name(pv), pv["spec"]["claimRef"]
+    old = str(o.node_name(running))
+    target = next(n for n in ws.nodes() if o.name(n) != old)
+    _accepted(lambda: mut.replace_affinity(ws.kube, name, {"required": b.node_selector_terms(
+        [("kubernetes.io/hostname", "In", [o.hostname(target)])])}), f"moving PV {name} to {o.name(target)}")
+    ws.exempt("app")  # it knowingly runs where the new affinity no longer allows: IgnoredDuringExecution
+
+    def kept(state: dict[str, Obj]) -> str | None:
+        now = state.get(name) or {}
+        ref = (now.get("spec") or {}).get("claimRef") or {}
+        pod = ws.get("Pod", "app") or {}
+        if o.phase(now) != "Bound" or ref.get("uid") != ref_before.get("uid"):
+            return f"PV {name} is {o.phase(now)} with claimRef {ref.get('name')} after the mutation"
+        if o.uid(pod) != o.uid(running) or pod["metadata"].get("deletionTimestamp"):
+            return "the running pod was evicted or replaced"
+        return None
+
+    with allure.step("for 5 s after the mutation: PV Bound to the same claim, the running pod kept"):
+        holds_for(ws.kube, "PersistentVolume", kept, 5, f"PV {name} after its nodeAffinity mutation",
+                  field_selector=f"metadata.name={name}")
+    ws.create(b.pod("follower", ("data",)))
+    scheduled = x.pod_scheduled(ws, "follower", timeout=60)
+    x.expect(o.node_name(scheduled) == o.name(target), f"the new pod follows the PV's new affinity to "
+             f"{o.name(target)}, not {o.node_name(scheduled)}", scheduled, ws=ws)

@@ -108,6 +108,8 @@ TABLE: dict[str, Entry] = {
         "wrong-mutation-table", "the expected outcome comes from the expectation table; a wrong table must show as a diff"),
     f"{PM}::test_relax_add_zone_schedules_pending_pod": _e("apiserver-gate-off", _GATE_WHY),
     f"{PM}::test_relax_zone_to_region_schedules_pending_pod": _e("apiserver-gate-off", _GATE_WHY),
+    f"{PM}::test_dynamic_volume_moved_stays_bound_and_new_pods_follow": _e(
+        "apiserver-gate-off", "the update needs the gate in the API server; without it the API rejects the mutation"),
     f"{PM}::test_tightening_race_is_measured": _e("apiserver-gate-off", _GATE_WHY),
     f"{PM}::test_gate_on_still_validates[empty-affinity]": _none(_VALIDATION_WHY),
     f"{PM}::test_gate_on_still_validates[empty-terms]": _none(_VALIDATION_WHY),
