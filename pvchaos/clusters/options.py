@@ -17,7 +17,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from pvchaos.clusters import arguments, providers
+from pvchaos.clusters import arguments
 from pvchaos.clusters.common.gates import binary_gates as binary_gates  # re-exported
 from pvchaos.clusters.common.gates import check_feature_gates as check_feature_gates  # re-exported
 from pvchaos.tools.build import REPO_ROOT
@@ -33,7 +33,11 @@ def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None
 
 
 def backend_list(text: str) -> str:
-    """`local`, or several backends comma-separated, each once."""
+    """`local`, or several backends comma-separated, each once. The registry is imported
+    here, when a value is checked, so the option schema itself imports no backend (the
+    backends and the pool import this module)."""
+    from pvchaos.clusters import providers
+
     names = [b.strip() for b in text.split(",")]
     unknown = [b for b in names if b not in providers.names()]
     if not text or unknown or len(set(names)) != len(names):
