@@ -35,8 +35,7 @@ from pvchaos.kube.objects import HOSTNAME_KEY, ZONE_KEY
 from pvchaos.kube.poll import poll_until
 from pvchaos.kube.wait import holds_for, wait_for, wait_for_event, wait_for_state
 
-pytestmark = [allure.epic("Real kubelets"), pytest.mark.disruptive,
-              pytest.mark.needs("real-kubelet", "node-failure", "dynamic-local")]
+pytestmark = [allure.epic("Real kubelets"), pytest.mark.disruptive, pytest.mark.needs("real-kubelet", "node-failure")]
 
 TEST_IMAGE = "pvchaos.local/busybox:1"  # built into the kind node image (tools/nodeimage)
 # Writes a marker once (the first start), keeps it afterwards, and prints what it found.
@@ -53,8 +52,12 @@ def _running_since(o: Obj | None) -> datetime | None:
 
 @allure.feature("Node-local data across a node crash")
 @allure.story("The file a pod wrote is there when the pod runs again after its node crashed and returned")
+@pytest.mark.needs("dynamic-zonal")
 def test_local_volume_data_survives_node_crash_and_return(ws: Workspace) -> None:
-    sc = ws.local_class()
+    """Any volume of the driver (its default class: node-local, zonal, or without topology):
+    the pod stays bound to its node, and after the crash its new container reads the bytes
+    it wrote before, through the volume."""
+    sc = ws.storage_class("crash")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
     writer = b.pod("writer", ("data",))
     writer["spec"]["containers"][0].update({"image": TEST_IMAGE, "command": ["sh", "-c", WRITER]})
@@ -150,7 +153,8 @@ def _affinity_of(node: Obj) -> Obj:
 
 @allure.feature("The real-data move (KEP-5381, maintenance)")
 @allure.story("node drained and lost; the volume's data copied to another node; the PV's affinity follows; same bytes")
-@pytest.mark.needs("mutable-pv-affinity", "pvchaos-csi-control")  # moves the volume through pvchaos-csi's control file
+# (the move goes through pvchaos-csi's control file)
+@pytest.mark.needs("mutable-pv-affinity", "pvchaos-csi-control", "dynamic-local")
 def test_moved_volume_brings_the_pod_back_with_the_same_bytes(ws: Workspace) -> None:
     pv, before, old, path, target = _drain_and_move(ws)
     mut.replace_affinity(ws.kube, o.name(pv), _affinity_of(target))
@@ -165,7 +169,7 @@ def test_moved_volume_brings_the_pod_back_with_the_same_bytes(ws: Workspace) -> 
 @allure.feature("The real-data move (KEP-5381, maintenance)")
 @allure.story("gate off: the PV's affinity cannot follow the moved data; the pod stays Pending")
 @pytest.mark.cluster(feature_gates={"MutablePVNodeAffinity": False})
-@pytest.mark.needs("pvchaos-csi-control")
+@pytest.mark.needs("pvchaos-csi-control", "dynamic-local")
 def test_moved_volume_without_the_gate_leaves_the_pod_pending(ws: Workspace) -> None:
     pv, _, old, _, target = _drain_and_move(ws)
     try:
@@ -185,7 +189,7 @@ def test_moved_volume_without_the_gate_leaves_the_pod_pending(ws: Workspace) -> 
 
 @allure.feature("Volume setup failures, explained")
 @allure.story("moved without its data: attached, but the node plugin refuses to stage it; explain says MOUNT_FAILED")
-@pytest.mark.needs("mutable-pv-affinity", "pvchaos-csi-control")
+@pytest.mark.needs("mutable-pv-affinity", "pvchaos-csi-control", "dynamic-local")
 def test_move_without_the_copy_fails_the_mount_and_is_explained(ws: Workspace) -> None:
     """The operator recorded the move and the PV follows it, but the copy never happened:
     the controller attaches the volume to the new node, and the kubelet's MountDevice
@@ -206,7 +210,7 @@ def test_move_without_the_copy_fails_the_mount_and_is_explained(ws: Workspace) -
 
 @allure.feature("Volume setup failures, explained")
 @allure.story("the node plugin is gone from the node: a second pod cannot mount; explain says CSI_DRIVER_NOT_REGISTERED")
-@pytest.mark.needs("pvchaos-csi-control")  # stops pvchaos-csi's node plugin unit in the node
+@pytest.mark.needs("pvchaos-csi-control", "dynamic-local")  # stops pvchaos-csi's node plugin unit in the node
 def test_node_plugin_gone_leaves_the_pod_in_container_creating(ws: Workspace) -> None:
     """A pod runs with its volume; the node plugin on its node stops and deregisters (its
     CSINode loses the driver). A second pod of the same claim on the same node needs no new
