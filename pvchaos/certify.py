@@ -83,7 +83,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", type=arguments.free_text)
     p.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION, type=arguments.k8s_version)
     p.add_argument("--zones", default="3", type=arguments.zones)
-    p.add_argument("--nodes-per-zone", type=arguments.nodes_per_zone, default=1)
+    # two per zone: the disruption tier moves a volume to another node of its zone after a node loss
+    p.add_argument("--nodes-per-zone", type=arguments.nodes_per_zone, default=2)
     p.add_argument("--tiers", default=",".join(DEFAULT_TIERS), type=tier_list,
                    help="comma-separated tiers: core, disruption, scale (default: %(default)s)")
     p.add_argument("--suites", default=None, type=suite_list,

@@ -18,12 +18,12 @@ import pytest
 from pvchaos.api import Workspace, b, chaos_labels, chaos_nodes, holds_for, measure, o, x
 from pvchaos.chaos import pv_affinity as mut
 from pvchaos.chaos.fault import Fault
+from pvchaos.conformance.topology_class import TopologyClass
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_for_event, wait_for_state
 
-pytestmark = [allure.epic("The CSI path"), allure.feature("Attach and detach"),
-              pytest.mark.needs("attach", "dynamic-zonal")]
+pytestmark = [allure.epic("The CSI path"), allure.feature("Attach and detach"), pytest.mark.needs("dynamic-zonal")]
 
 MULTI_ATTACH = "Multi-Attach error"  # reconciler.go reportMultiAttachError: the FailedAttachVolume event
 
@@ -57,6 +57,7 @@ def _stays_attached(ws: Workspace, pv: str, node: str, seconds: float, what: str
 
 
 @allure.story("a pod's volume: VolumeAttachment created, attached, pod Running; deleted with the pod")
+@pytest.mark.needs("attach")
 def test_volume_attachment_timeline(ws: Workspace) -> None:
     sc = ws.storage_class("attach", "WaitForFirstConsumer")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
@@ -77,12 +78,30 @@ def test_volume_attachment_timeline(ws: Workspace) -> None:
     x.phase_now(ws, "PersistentVolumeClaim", "data", "Bound")
 
 
+@allure.story("a driver that needs no attach: its volumes are used with no VolumeAttachment at all")
+def test_a_driver_without_attach_makes_no_volume_attachment(ws: Workspace) -> None:
+    """CSIDriver attachRequired false: the attach/detach controller skips the volume (no
+    VolumeAttachment is created) and the pod runs. Not applicable to drivers that attach."""
+    if ws.cluster.has("attach"):
+        pytest.skip(f"driver {ws.driver.name}: not applicable: it attaches (CSIDriver attachRequired true)")
+    ws.create(b.persistent_volume_claim("data", "1Gi", ws.storage_class("noattach", "WaitForFirstConsumer")))
+    ws.create(b.pod("app", ("data",)))
+    x.pod_runs(ws, "app", timeout=120)
+    pv = str(x.claim_bound(ws, "data")["spec"]["volumeName"])
+    with allure.step("for 5 s: no VolumeAttachment of the volume"):
+        holds_for(ws.kube, "VolumeAttachment",
+                  lambda st: f"VolumeAttachment {[o.name(v) for v in _attachments_of(st, pv)]} of {pv}, for a driver "
+                             f"with attachRequired false" if _attachments_of(st, pv) else None,
+                  5, f"no VolumeAttachment of {pv}")
+
+
 def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, float, float, Fault]:
     """A writer on the first node of a zone with an RWO volume; that node is lost, the
     writer force-deleted, a replacement pinned to the second node of the zone gets
     "Multi-Attach error" (asserted, and named by `pvchaos explain`).
     Returns (pv, lost node, second node, writer deleted at, replacement created at, the
     node failure's handle)."""
+    x.applies_to(ws, TopologyClass.ZONE)  # the replacement shares the lost node's zone, where the volume is
     home = ws.zones()[0]
     if len(ws.nodes(home)) < 2:
         pytest.skip(f"zone {home} has one node: the replacement needs another node of the volume's zone")
@@ -109,7 +128,7 @@ def _lose_the_node_holding_the_volume(ws: Workspace) -> tuple[str, str, str, flo
 
 @allure.story("node lost with an RWO volume attached: Multi-Attach until the out-of-service taint, then it moves")
 @pytest.mark.disruptive
-@pytest.mark.needs("real-kubelet", "node-failure")
+@pytest.mark.needs("attach", "real-kubelet", "node-failure")
 def test_lost_node_keeps_the_volume_until_the_out_of_service_taint(ws: Workspace) -> None:
     """Only a real kubelet reports the volume in use (node.status.volumesInUse); without
     that report the controller detaches at once, so on KWOK nodes this test skips."""
@@ -131,7 +150,7 @@ FORCE_DETACH_SLACK_S = 90.0  # the reconciler's loop, the attacher's call, the r
 @allure.story("node lost with an RWO volume attached, no taint: the controller force-detaches after 6 minutes")
 @pytest.mark.disruptive
 @pytest.mark.long
-@pytest.mark.needs("real-kubelet", "node-failure")
+@pytest.mark.needs("attach", "real-kubelet", "node-failure")
 def test_lost_node_releases_the_volume_after_the_six_minute_force_detach(ws: Workspace) -> None:
     """Without the out-of-service taint the attach/detach controller waits
     maxWaitForUnmountDuration (6 minutes from the detach request, i.e. the writer's
@@ -151,7 +170,7 @@ def test_lost_node_releases_the_volume_after_the_six_minute_force_detach(ws: Wor
 
 @allure.story("node lost, its pod force-deleted: the VolumeAttachment goes stale; the node's return clears it")
 @pytest.mark.disruptive
-@pytest.mark.needs("real-kubelet", "node-failure")
+@pytest.mark.needs("attach", "real-kubelet", "node-failure")
 def test_returning_node_clears_the_stale_volume_attachment(ws: Workspace) -> None:
     """After the writer is force-deleted on a lost node, its VolumeAttachment is stale:
     no pod uses the volume there, but the node's last status still lists it in
@@ -174,7 +193,8 @@ def test_returning_node_clears_the_stale_volume_attachment(ws: Workspace) -> Non
 
 
 @allure.story("a PV's affinity moved to another node without its data: the driver refuses the attach; explain names it")
-@pytest.mark.needs("dynamic-local", "mutable-pv-affinity")
+# pvchaos-csi refuses to attach a node-local volume where its data is not; another driver may not
+@pytest.mark.needs("attach", "dynamic-local", "mutable-pv-affinity", "pvchaos-csi-control")
 def test_attach_the_driver_refuses_is_explained(ws: Workspace) -> None:
     """The half-done move of KEP-5381's maintenance scenario: the PV of a node-local
     volume is re-pointed at another node (the gate allows it) but nobody moved the data,

@@ -70,7 +70,7 @@ def variant(tmp_path: Path, name: str) -> Path:
 
 # The good package's run is kept short for CI: two suites of the default tiers (the whole
 # set is docs/certify.md's; `bin/pvchaos certify --driver-dir examples/vendor-driver`).
-FAST_SUITES = ("--suites", "binding_modes,reclaim")
+FAST_SUITES = ("--suites", "binding_modes,reclaim", "--nodes-per-zone", "1")
 
 
 def test_the_vendor_package_passes_with_evidence_and_a_short_run_is_not_certified(images: Path,

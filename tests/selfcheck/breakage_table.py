@@ -165,6 +165,9 @@ TABLE: dict[str, Entry] = {
         "runs on the kind backend only (a real kubelet reports the volume in use); this matrix breaks local clusters"),
     f"{AD}::test_returning_node_clears_the_stale_volume_attachment": _none(
         "runs on the kind backend only (a real kubelet reports the volume in use); this matrix breaks local clusters"),
+    f"{AD}::test_a_driver_without_attach_makes_no_volume_attachment": _none(
+        "runs only with a driver whose CSIDriver says attachRequired false (certify's node-local example package); "
+        "no switch makes the attach/detach controller attach such a volume"),
     f"{AD}::test_attach_the_driver_refuses_is_explained": _e(
         "attach-detach", "the attach/detach controller makes the attach the driver refuses and reports FailedAttachVolume"),
     f"{VP}::test_read_write_once_pod_claim_admits_one_pod": _e(
