@@ -287,6 +287,21 @@ def test_pod_affinity_that_matches_no_pod(ws: Workspace, capsys: pytest.CaptureF
     assert code == 1
 
 
+def test_resource_claim_that_does_not_exist(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every node passes the filters explain models; DynamicResources' PreFilter rejects the
+    pod for a ResourceClaim explain does not read: a cause (its words), exit 1, never
+    "fits" (issue #39: this was SCHEDULABLE, exit 0, "agrees")."""
+    pod = b.pod("app", extra_spec={"resourceClaims": [{"name": "gpu", "resourceClaimName": "no-such-claim"}]})
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    ws.create(pod)
+    e = explained(ws, "app", None)
+    assert e.fitting, "explain models no filter that rejects this pod"
+    assert [c.code for c in e.causes] == ["UNMODELED_FILTER"], [c.summary for c in e.causes]
+    assert "no-such-claim" in e.cause.summary and e.scheduler.agrees is False
+    code, doc = exit_code(ws, "app", capsys)
+    assert code == 1 and doc["schedulable"] is False
+
+
 def test_topology_spread_on_a_key_no_node_has(ws: Workspace) -> None:
     spread = [{"maxSkew": 1, "topologyKey": "pvchaos.dev/no-such-key", "whenUnsatisfiable": "DoNotSchedule",
                "labelSelector": {"matchLabels": {"app": "spread"}}}]
