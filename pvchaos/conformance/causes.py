@@ -446,7 +446,7 @@ def _message_causes(scene: Scene, parsed: SchedulerMessage | None, verdicts: Seq
     found: dict[str, list[str]] = {}
     plugins: dict[str, str] = {}
     if parsed.pod_wide is not None and parsed.pod_wide_key is None:  # a PreFilter rejection with no key
-        found["UNMODELED_FILTER"] = [f"every node: {parsed.pod_wide}"]
+        found["UNMODELED_FILTER"] = [f"{parsed.pod_wide} (every node at once)"]
         plugins["UNMODELED_FILTER"] = unmodeled_pod_wide_plugin(parsed.pod_wide)
     for reason, count in parsed.unknown.items():
         plugin, code = unmodeled_code(reason)
