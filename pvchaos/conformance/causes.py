@@ -492,6 +492,11 @@ def _unjudged(scene: Scene, fitting: set[str], with_message: bool = False) -> li
     if any(c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
            for c in dig(scene.pod, "spec", "topologySpreadConstraints", default=[]) or []):
         what.append("topology spread constraints (DoNotSchedule)")
+    claims = [f"{c.get('name')} -> {c.get('resourceClaimName') or c.get('resourceClaimTemplateName') or '?'}"
+              for c in dig(scene.pod, "spec", "resourceClaims", default=[]) or []]
+    if claims:  # DynamicResources holds such a pod at PreEnqueue, without a message, while a claim is missing
+        what.append(f"ResourceClaims ({', '.join(claims)}; DynamicResources, which may hold the pod without "
+                    "a message while a claim is missing)")
     if not what:
         return []
     return [Cause("UNMODELED_FILTER", f"{len(fitting)} node(s) pass every filter explain models, but the pod has "

@@ -42,6 +42,16 @@ def test_unknown_pod_wide_reason_is_unmodeled_not_fits() -> None:
     assert any("not modelled by explain" in d for d in e.scheduler.differences)
 
 
+def test_resource_claims_without_a_message_are_not_fits() -> None:
+    """Seen live on 1.35.4: DynamicResources holds a pod whose ResourceClaim is missing
+    before any filter (PreEnqueue), with no event and no PodScheduled condition."""
+    p = pod()
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "no-such-claim"}]
+    e = explain(scene(p))
+    assert [c.code for c in e.causes] == ["UNMODELED_FILTER"] and not e.schedulable
+    assert "gpu -> no-such-claim" in e.cause.summary and e.scheduler.agrees is None
+
+
 def test_unknown_pod_wide_reason_without_a_plugin_name() -> None:
     e = explain(scene(pod(), events=[message("something new rejected the pod")]))
     assert e.cause.code == "UNMODELED_FILTER" and e.cause.facts["plugin"] == "an unmodelled PreFilter"
