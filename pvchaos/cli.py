@@ -1,7 +1,8 @@
 """The `pvchaos` command: clusters (up, down, list), build, run, upgrade, compare, explain, selftest.
 
-Every failure a user can cause ends in one line on stderr and exit code 2; nothing is
-left running or on disk by a command that failed.
+Every failure a user can cause ends in one line on stderr and exit code 2, and so does
+an OSError (a directory that became unwritable, a full disk); nothing is left running or
+on disk by a command that failed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pvchaos.clusters.options import (
     split_pytest_args,
 )
 from pvchaos.clusters.provider import Feature
-from pvchaos.runner import run_request
+from pvchaos.runner import os_error_text, run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_driver import ensure_csi_driver
 from pvchaos.tools.csi_sidecars import ensure_csi_sidecars
@@ -118,8 +119,16 @@ def _selftest(args: argparse.Namespace) -> int:
     tier = (["-m", " and ".join(f"not tier_{t}" for t in ON_REQUEST_TIERS)] if args.tier == "all"
             else ["-m", f"tier_{args.tier}"])
     durations = [] if args.tier == "unit" else ["--durations=30"]  # where CI's minutes go
-    argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *durations, *extra]
+    argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *durations,
+            *hypothesis_profile(extra), *extra]
     return subprocess.call(argv, cwd=REPO_ROOT)
+
+
+def hypothesis_profile(extra: list[str]) -> list[str]:
+    """selftest draws the same examples every run (the `ci` profile, registered in
+    tests/conftest.py), on CI and off it; a developer who asks for a seed or another
+    profile (`-- --hypothesis-seed N`, `-- --hypothesis-profile explore`) gets that."""
+    return [] if any(a.startswith("--hypothesis-") for a in extra) else ["--hypothesis-profile=ci"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -247,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except (ClusterError, BuildError, ValueError, RuntimeError) as exc:
         print(f"pvchaos: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a directory that became unwritable, a full disk: one line, not a traceback
+        print(f"pvchaos: {args.command}: {os_error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         # Reached outside `run`'s pytest child (which reports itself): a build or a

@@ -108,6 +108,7 @@ def to_json(e: Explanation) -> dict[str, Any]:
             "reported": dict(agreement.parsed.counts) if agreement.parsed else {},
             "reported_pod_wide": agreement.parsed.pod_wide if agreement.parsed else None,
             "differences": list(agreement.differences),
+            "stale": agreement.stale,
         },
     }
 

@@ -11,8 +11,10 @@ import os
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 from pvchaos import compare_backends as cmp
 from pvchaos import compare_runs, report, run_record, supervise, version_matrix
@@ -36,6 +38,7 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 SUITES_DIR = REPO_ROOT / "suites"
 CLUSTER_MEMORY_MIB = 1100  # a default cluster's resident memory plus headroom (docs/findings.md)
+T = TypeVar("T")
 RunRequest = Options  # what `pvchaos run` was asked: the one option schema (clusters.options)
 
 
@@ -296,6 +299,25 @@ def report_versions(req: Options, wanted: list[str]) -> int:
     return len(version_matrix.unexplained_behaviour(steps))
 
 
+REPORT_LOST = 2  # pytest ran, but its report could not be written (pytest's own code wins when non-zero)
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError as people read it: what failed and on which path, no errno number."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+def _kept(lost: list[str], what: str, write: Callable[[], T]) -> T | None:
+    """One step of writing the report; an OSError (the directory became unwritable, the
+    disk filled) is noted in ``lost`` and the next step still runs."""
+    try:
+        return write()
+    except OSError as exc:
+        lost.append(f"{what}: {os_error_text(exc)}")
+        return None
+
+
 def _run_and_report(req: Options) -> int:
     lay = report.layout(req.report_dir)
     host = providers.has(req.backend, Feature.HOST_PROCESSES)
@@ -308,7 +330,8 @@ def _run_and_report(req: Options) -> int:
     lay.results.mkdir(parents=True, exist_ok=True)
     (req.report_dir / run_record.SELECTION_FILE).unlink(missing_ok=True)
     outcome = supervise.run_owned(pytest_argv(req), working_directory(req))
-    _record_run(req, interrupted=outcome.interrupted_by is not None)
+    lost: list[str] = []  # report parts that could not be written: said in one line at the end
+    _kept(lost, "run.json", lambda: _record_run(req, interrupted=outcome.interrupted_by is not None))
     left = _sweep("after the run") if host else []
     supervise.reap_zombie_children()  # cluster processes of a killed worker were reparented to us
     env = environment(req)
@@ -317,20 +340,31 @@ def _run_and_report(req: Options) -> int:
         note = interrupted_note(outcome)
         env["interrupted"] = note
         name = supervise.signal_name(outcome.interrupted_by)
-        report.write_executor(lay.results, f"pvchaos run (interrupted by {name})")
-        report.mark_unfinished(lay.results, f"interrupted by {name} before it finished: no verdict")
+        _kept(lost, "the interrupted run's marks", lambda: _mark_interrupted(lay.results, name))
     if req.profile:
-        _certification(req, lay.results)
-    html = report.build_report(lay.root, env, note=note)  # the same path the report tests check
-    print(report.format_summary(report.summarize(lay.results)))
-    for warning in report.what_ran(lay.results).warnings:  # a flag behind the harness's back, said once
+        _kept(lost, "certification.md", lambda: _certification(req, lay.results))
+    html = _kept(lost, "the Allure report", lambda: report.build_report(lay.root, env, note=note))
+    summary = _kept(lost, "the summary", lambda: report.format_summary(report.summarize(lay.results)))
+    print(summary if summary is not None else "no results could be read back: pytest's own lines above are "
+                                              "the report of what ran")
+    ran = _kept(lost, "what ran", lambda: report.what_ran(lay.results))
+    for warning in ran.warnings if ran else []:  # a flag behind the harness's back, said once
         print(f"warning: {warning}")
     print(f"suites wall time: {outcome.seconds:.1f}s")
-    print(f"Allure report: {html}\nJUnit XML: {lay.junit}", flush=True)
+    if html is not None:
+        print(f"Allure report: {html}\nJUnit XML: {lay.junit}", flush=True)
+    if lost:
+        print(f"pvchaos: the run finished (pytest exit {outcome.returncode}), but {req.report_dir} took no report: "
+              + "; ".join(lost), file=sys.stderr, flush=True)
     if outcome.interrupted_by is None:
-        return outcome.returncode
+        return outcome.returncode or (REPORT_LOST if lost else 0)
     print(stopped_line(outcome, left, remaining_clusters()), file=sys.stderr)
     return supervise.exit_code_for(outcome.interrupted_by)
+
+
+def _mark_interrupted(results: Path, name: str) -> None:
+    report.write_executor(results, f"pvchaos run (interrupted by {name})")
+    report.mark_unfinished(results, f"interrupted by {name} before it finished: no verdict")
 
 
 def _record_run(req: Options, interrupted: bool) -> None:

@@ -61,7 +61,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(f"tier_{tier_of(relative)}")
 
 
-# Hypothesis: CI draws the same examples every run (`ci`, loaded when CI is set); a
+# Hypothesis: CI draws the same examples every run (`ci`, loaded when CI is set, as .ci/run
+# does, and by `pvchaos selftest`, which passes --hypothesis-profile=ci); a
 # developer explores with `--hypothesis-seed N`, or `--hypothesis-profile explore` for more.
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 

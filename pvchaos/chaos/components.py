@@ -9,12 +9,14 @@ from functools import partial
 import allure
 
 from pvchaos.chaos.fault import Fault, Target, apply
+from pvchaos.chaos.old_forms import old_form, returns_argument
 from pvchaos.clusters import csi
 from pvchaos.clusters.backend import ClusterHandle
 
 RESTARTABLE = ("kube-scheduler", "kube-controller-manager", "provisioner", *csi.COMPONENTS)
 
 
+@old_form(("cleanup", "cluster"), returns_argument)
 @allure.step("stop {component}")
 def stop_component(ws: Target, component: str) -> Fault:
     """Stop a control-plane component; its start is registered first, and the handle's

@@ -14,6 +14,7 @@ from functools import partial
 import allure
 
 from pvchaos.chaos.fault import Fault, Target, apply, combine, register
+from pvchaos.chaos.old_forms import old_form, returns_node, returns_touched
 from pvchaos.clusters.backend import Capability, ClusterHandle, ContainerFaults, NodeFaults
 from pvchaos.clusters.topology import ZONE_KEY
 from pvchaos.conformance.types import NodeName, ZoneName
@@ -28,6 +29,7 @@ def _faults(cluster: ClusterHandle) -> NodeFaults:
     return cluster.faults
 
 
+@old_form(("cleanup", "cluster"), returns_node)
 @allure.step("fail node {node}")
 def fail_node(ws: Target, node: str) -> Fault:
     """Stop the node's heartbeat; its return is registered first."""
@@ -44,6 +46,7 @@ def _container_faults(cluster: ClusterHandle, fault: str) -> ContainerFaults:
     return faults
 
 
+@old_form(("cleanup", "cluster"), returns_node)
 @allure.step("crash node {node} (its kubelet, runtime and containers stop)")
 def crash_node(ws: Target, node: str) -> Fault:
     """Stop the node's machine, not only its heartbeat; restoring boots it again."""
@@ -52,6 +55,7 @@ def crash_node(ws: Target, node: str) -> Fault:
                  partial(faults.start_node, node), f"boot again node {node}")
 
 
+@old_form(("cleanup", "cluster"), returns_node)
 @allure.step("partition node {node} from the cluster network")
 def partition_node(ws: Target, node: str) -> Fault:
     """Disconnect the node's network; it keeps running and keeps its pods."""
@@ -72,6 +76,7 @@ def nodes_in_zone(kube: Kube, zone: str) -> list[NodeName]:
     return sorted(NodeName(n["metadata"]["name"]) for n in nodes)
 
 
+@old_form(("cleanup", "cluster", "kube"), returns_touched)
 @allure.step("take zone {zone} down")
 def zone_outage(ws: Target, zone: str) -> Fault:
     """Fail every node of one zone; all returns are registered before the first failure."""
@@ -81,6 +86,7 @@ def zone_outage(ws: Target, zone: str) -> Fault:
     return fail_nodes(ws, nodes, f"zone {zone}")
 
 
+@old_form(("cleanup", "cluster"), returns_touched)
 @allure.step("fail nodes {nodes} at once")
 def fail_nodes(ws: Target, nodes: list[NodeName], what: str = "outage") -> Fault:
     """Fail several nodes at the same instant; every return is registered first. The
@@ -95,6 +101,7 @@ def fail_nodes(ws: Target, nodes: list[NodeName], what: str = "outage") -> Fault
     return combine(what, parts)
 
 
+@old_form(("cleanup", "cluster", "kube"), returns_touched)
 @allure.step("take every zone down")
 def cluster_outage(ws: Target) -> Fault:
     """Every node of every zone (a control-plane Node, in no zone, keeps running)."""

@@ -26,7 +26,7 @@ from pvchaos.conformance.affinity import node_matches_topology_terms, untolerate
 from pvchaos.conformance.claims import explain_mismatch, find_matching_volume
 from pvchaos.conformance.csi_nodes import csinode_gaps
 from pvchaos.conformance.placement import UNSCHEDULABLE_TAINT
-from pvchaos.conformance.scheduler_message import SchedulerMessage, unmodeled_code
+from pvchaos.conformance.scheduler_message import SchedulerMessage, unmodeled_code, unmodeled_pod_wide_plugin
 from pvchaos.conformance.types import KubeObject, dig
 from pvchaos.conformance.verdicts import (
     HOSTNAME_KEY,
@@ -445,6 +445,9 @@ def _message_causes(scene: Scene, parsed: SchedulerMessage | None, verdicts: Seq
         return []
     found: dict[str, list[str]] = {}
     plugins: dict[str, str] = {}
+    if parsed.pod_wide is not None and parsed.pod_wide_key is None:  # a PreFilter rejection with no key
+        found["UNMODELED_FILTER"] = [f"{parsed.pod_wide} (every node at once)"]
+        plugins["UNMODELED_FILTER"] = unmodeled_pod_wide_plugin(parsed.pod_wide)
     for reason, count in parsed.unknown.items():
         plugin, code = unmodeled_code(reason)
         found.setdefault(code, []).append(f"{count} {reason}")
@@ -479,27 +482,60 @@ def _requested(pod: KubeObject) -> list[str]:
 UNJUDGED = (("podAffinity", "required inter-pod affinity"), ("podAntiAffinity", "required inter-pod anti-affinity"))
 
 
-def _unjudged(scene: Scene, fitting: set[str]) -> list[Cause]:
+def _unjudged(scene: Scene, fitting: set[str], with_message: bool = False) -> list[Cause]:
     """Nodes fit by every modelled filter, but the pod has constraints explain does not
-    judge and the scheduler has not reported a verdict: not confirmed, so not "fits"."""
+    judge and no scheduler verdict explain reproduces covers them (none yet, or one
+    about something else): not confirmed, so not "fits"."""
     affinity = dig(scene.pod, "spec", "affinity", default={}) or {}
     what = [text for key, text in UNJUDGED
             if dig(affinity, key, "requiredDuringSchedulingIgnoredDuringExecution")]
     if any(c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
            for c in dig(scene.pod, "spec", "topologySpreadConstraints", default=[]) or []):
         what.append("topology spread constraints (DoNotSchedule)")
+    claims = [f"{c.get('name')} -> {c.get('resourceClaimName') or c.get('resourceClaimTemplateName') or '?'}"
+              for c in dig(scene.pod, "spec", "resourceClaims", default=[]) or []]
+    if claims:  # DynamicResources holds such a pod at PreEnqueue, without a message, while a claim is missing
+        what.append(f"ResourceClaims ({', '.join(claims)}; DynamicResources, which may hold the pod without "
+                    "a message while a claim is missing)")
     if not what:
         return []
     return [Cause("UNMODELED_FILTER", f"{len(fitting)} node(s) pass every filter explain models, but the pod has "
-                  f"{', '.join(what)}, which explain does not judge, and the scheduler has not reported yet",
+                  f"{', '.join(what)}, which explain does not judge, and "
+                  + ("the scheduler's latest message does not judge them" if with_message
+                     else "the scheduler has not reported yet"),
                   facts=_facts(scene, None, plugin=", ".join(what), nodes=sorted(fitting), owner=_owner(scene.pod)))]
 
 
+def _not_reproduced(scene: Scene, parsed: SchedulerMessage, stale: str | None, fitting: set[str]) -> Cause:
+    """The scheduler rejected the pod, explain finds nodes that fit and no cause: the
+    scheduler's words are not reproduced, so the answer is not "fits". Either the world
+    changed after the message (stale) or the scheduler saw something explain does not."""
+    reported = dict(parsed.counts) or parsed.pod_wide_key or parsed.pod_wide or parsed.text
+    facts = _facts(scene, None, nodes=sorted(fitting), reported=reported, message=parsed.text,
+                   owner=_owner(scene.pod))
+    nodes = f"{len(fitting)} node(s) ({', '.join(sorted(fitting)[:6])})"
+    if stale:
+        return Cause("SCHEDULER_MESSAGE_STALE", f"explain finds {nodes} that fit, but the scheduler's latest "
+                     f"message rejected the pod and is older than the last change: not confirmed until the "
+                     f"scheduler judges it again", (parsed.text, stale), facts)
+    return Cause("SCHEDULER_DISAGREES", f"the scheduler rejected the pod for reasons explain does not reproduce "
+                 f"({_reported_text(reported)}); explain finds {nodes} that fit: something it does not see "
+                 "(changed since, or read differently) holds the pod", (parsed.text,), facts)
+
+
+def _reported_text(reported: object) -> str:
+    if isinstance(reported, dict):
+        return ", ".join(f"{count} {key}" for key, count in reported.items())
+    return str(reported)
+
+
 def root_causes(scene: Scene, verdicts: Sequence[NodeVerdict], claims: Sequence[ClaimState],
-                parsed: SchedulerMessage | None = None) -> tuple[Cause, ...]:
+                parsed: SchedulerMessage | None = None, stale: str | None = None) -> tuple[Cause, ...]:
     """Every independent cause, in the order to fix them: what keeps the scheduler away,
     claims that block every node, volumes and pod constraints per node, then filters
-    only the scheduler's message reports. SCHEDULABLE only when none is found."""
+    only the scheduler's message reports. SCHEDULABLE only when none is found and no
+    FailedScheduling message contradicts it (a message newer than the pod's last change
+    that explain cannot reproduce is SCHEDULER_DISAGREES; an older one, STALE)."""
     fitting = {v.node for v in verdicts if v.fits}
     out = _pod_level(scene, fitting)
     wide = [c for c in claims if c.status in CLAIM_WIDE]
@@ -511,7 +547,9 @@ def root_causes(scene: Scene, verdicts: Sequence[NodeVerdict], claims: Sequence[
     out += [c for c in _message_causes(scene, parsed if not wide else None, verdicts)
             if c.code not in {o.code for o in out}]
     if not out and fitting:
-        out += _unjudged(scene, fitting) if parsed is None or parsed.total is None else []
+        if parsed is not None:
+            out.append(_not_reproduced(scene, parsed, stale, fitting))
+        out += _unjudged(scene, fitting, parsed is not None)
     if out:
         return tuple(out)
     return (Cause("SCHEDULABLE", f"the pod fits {len(fitting)} node(s): {', '.join(sorted(fitting))}",

@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from pvchaos.conformance import scheduler_message
 from pvchaos.conformance.causes import Cause, root_causes
+from pvchaos.conformance.placement import pod_claim_keys
 from pvchaos.conformance.types import KubeObject, dig
 from pvchaos.conformance.verdicts import (
     ClaimState,
@@ -44,6 +46,7 @@ class Agreement:
     agrees: bool | None  # None: no filter message to compare with
     differences: tuple[str, ...] = ()
     parsed: scheduler_message.SchedulerMessage | None = None
+    stale: str | None = None  # the message predates this change of the pod or its claims
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,18 @@ def _event_time(event: KubeObject) -> str:
                or dig(event, "metadata", "creationTimestamp") or "")
 
 
+def _instant(text: object) -> datetime | None:
+    """An API timestamp ("...Z", with or without fractions) as a datetime; None when absent or unreadable."""
+    try:
+        found = datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+    return found.replace(tzinfo=UTC) if found is not None and found.tzinfo is None else found
+
+
+EPOCH = datetime.fromtimestamp(0, UTC)
+
+
 def latest_failed_scheduling(scene: Scene) -> KubeObject | None:
     """The newest FailedScheduling event about this pod (same uid when the event has one)."""
     uid = dig(scene.pod, "metadata", "uid")
@@ -84,11 +99,47 @@ def latest_failed_scheduling(scene: Scene) -> KubeObject | None:
              if dig(e, "reason") == "FailedScheduling" and dig(e, "involvedObject", "kind") == "Pod"
              and dig(e, "involvedObject", "name") == dig(scene.pod, "metadata", "name")
              and (not uid or not dig(e, "involvedObject", "uid") or dig(e, "involvedObject", "uid") == uid)]
-    return max(found, key=_event_time) if found else None
+    return max(found, key=lambda e: _instant(_event_time(e)) or EPOCH) if found else None
+
+
+def _changes(obj: KubeObject, what: str, with_status: bool) -> list[tuple[datetime, str]]:
+    """When ``obj`` was created and written (managedFields), each with who wrote it. The
+    pod's status is left out: the scheduler writes PodScheduled itself with its message."""
+    out = []
+    created = _instant(dig(obj, "metadata", "creationTimestamp"))
+    if created is not None:
+        out.append((created, f"{what} created"))
+    for entry in dig(obj, "metadata", "managedFields", default=[]) or []:
+        when = _instant(dig(entry, "time"))
+        if when is not None and (with_status or dig(entry, "subresource") != "status"):
+            part = " status" if dig(entry, "subresource") == "status" else ""
+            out.append((when, f"{what}{part} written by {dig(entry, 'manager', default='?')}"))
+    return out
+
+
+def last_change(scene: Scene) -> tuple[datetime, str] | None:
+    """The newest change of the pod (not its status) or of one of its claims (binding
+    included), with what changed: a scheduler message older than it is stale."""
+    found = _changes(scene.pod, f"pod {pod_key(scene.pod)}", with_status=False)
+    for key in dict.fromkeys(pod_claim_keys(scene.pod)):
+        if key in scene.claims:
+            found += _changes(scene.claims[key], f"claim {key}", with_status=True)
+    return max(found, key=lambda c: c[0]) if found else None
+
+
+def staleness(scene: Scene, event: KubeObject) -> str | None:
+    """Why ``event`` no longer speaks for the pod as it is, or None when nothing changed since."""
+    said, changed = _instant(_event_time(event)), last_change(scene)
+    if said is None or changed is None or changed[0] <= said:
+        return None
+    return (f"stale: the message is from {said.isoformat()}, older than the last change ({changed[1]} at "
+            f"{changed[0].isoformat()}); the scheduler has not judged the pod since")
 
 
 def agreement(scene: Scene, verdicts: Sequence[NodeVerdict], pod_wide: Exclusion | None) -> Agreement:
-    """Compare the predicted per-reason node counts with the scheduler's latest message."""
+    """Compare the predicted reasons with the scheduler's latest message: per-reason node
+    counts, or the pod-wide reason. Agreement needs a reason on some side: "nothing" and
+    "nothing" is not compared, and a reason explain has no key for is a difference."""
     predicted: Counter[str] = Counter()
     if dig(scene.pod, "spec", "nodeName"):  # the scheduler skips a pod with a nodeName
         return Agreement(None, {}, None, None, ("the pod names its node; the scheduler does not judge it",))
@@ -101,15 +152,21 @@ def agreement(scene: Scene, verdicts: Sequence[NodeVerdict], pod_wide: Exclusion
         return Agreement(None, dict(predicted), wide, None, ("no FailedScheduling event for this pod",))
     text = str(dig(event, "message", default=""))
     parsed = scheduler_message.parse(text, scene.minor)
-    differences = []
+    stale = staleness(scene, event)
+    notes = (stale,) if stale else ()
     if parsed.total is None:
-        return Agreement(text, dict(predicted), wide, None, ("the latest message is not a filter verdict",), parsed)
+        return Agreement(text, dict(predicted), wide, None, ("the latest message is not a filter verdict", *notes),
+                         parsed, stale)
+    differences = []
     if parsed.total != len(verdicts):
         differences.append(f"the scheduler counted {parsed.total} nodes, explain sees {len(verdicts)}")
     if wide is not None or parsed.pod_wide is not None:
+        if parsed.pod_wide is not None and parsed.pod_wide_key is None:
+            differences.append(f"not modelled by explain: {parsed.pod_wide!r} (the "
+                               f"{scheduler_message.unmodeled_pod_wide_plugin(parsed.pod_wide)} plugin)")
         if parsed.pod_wide_key != wide:
             differences.append(f"the scheduler says {parsed.pod_wide or dict(parsed.counts)!r}, explain predicts "
-                               f"{wide or dict(predicted)}")
+                               f"{wide or dict(predicted) or 'no reason'}")
     else:
         for key in sorted(set(predicted) | set(parsed.counts)):
             if predicted.get(key, 0) != parsed.counts.get(key, 0):
@@ -117,7 +174,11 @@ def agreement(scene: Scene, verdicts: Sequence[NodeVerdict], pod_wide: Exclusion
                                    f"explain {predicted.get(key, 0)}")
         for reason, count in parsed.unknown.items():
             differences.append(f"not modelled by explain: {count} {reason}")
-    return Agreement(text, dict(predicted), wide, not differences, tuple(differences), parsed)
+    compared = bool(predicted or wide or parsed.counts or parsed.pod_wide_key)
+    if not differences and not compared:
+        return Agreement(text, dict(predicted), wide, None, ("neither the scheduler nor explain names a reason",
+                                                             *notes), parsed, stale)
+    return Agreement(text, dict(predicted), wide, not differences, (*differences, *notes), parsed, stale)
 
 
 # ---- the whole pod ---------------------------------------------------------------------------
@@ -142,7 +203,7 @@ def explain(scene: Scene) -> Explanation:
     verdicts = tuple(node_verdict(scene, node, claims, pvs) for node in by_name)
     pod_wide = pod_wide_exclusion(claims)
     scheduler = agreement(scene, verdicts, pod_wide)
-    causes = root_causes(scene, verdicts, claims, scheduler.parsed)
+    causes = root_causes(scene, verdicts, claims, scheduler.parsed, scheduler.stale)
     return Explanation(pod_key(scene.pod), verdicts, tuple(claims), pod_wide, causes, scheduler)
 
 

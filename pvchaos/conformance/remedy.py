@@ -232,6 +232,24 @@ def _unmodeled(f: Mapping[str, Any]) -> list[Fix]:
                 (f"kubectl describe pod {_pod_name(f)} {_ns(f)}",))]
 
 
+def _scheduler_events(f: Mapping[str, Any]) -> str:
+    return f"kubectl get events {_ns(f)} --field-selector involvedObject.name={_pod_name(f)},reason=FailedScheduling"
+
+
+def _disagrees(f: Mapping[str, Any]) -> list[Fix]:
+    return [Fix("explain cannot confirm the nodes it finds fitting: compare the scheduler's words with the "
+                "pod, its claims and the nodes it names (a taint, a cordon or a claim the scheduler saw)",
+                (f"kubectl describe pod {_pod_name(f)} {_ns(f)}", _scheduler_events(f))),
+            Fix("if nothing differs, the scheduler reads something explain does not model: report the scheduler's "
+                "message with the pod's YAML")]
+
+
+def _stale(f: Mapping[str, Any]) -> list[Fix]:
+    return [Fix("the scheduler retries a pod after a change to it or its claims (within seconds, at most 5 "
+                "minutes from its unschedulable queue): run explain again, and read its newer message",
+                (_scheduler_events(f), f"kubectl get pod {_pod_name(f)} {_ns(f)} -o wide"))]
+
+
 def _inter_pod(f: Mapping[str, Any]) -> list[Fix]:
     return [Fix("the pod's required podAffinity/podAntiAffinity (or another pod's anti-affinity) rules out every "
                 "node: make sure pods its affinity selects exist in the right topology, or relax the rule "
@@ -365,6 +383,8 @@ FIXES: Mapping[str, Callable[[Mapping[str, Any]], list[Fix]]] = {
     "VOLUME_LIMIT_EXCEEDED": _volume_limit,
     "RWOP_CLAIM_IN_USE": _rwop_in_use,
     "UNMODELED_FILTER": _unmodeled,
+    "SCHEDULER_DISAGREES": _disagrees,
+    "SCHEDULER_MESSAGE_STALE": _stale,
     "NODE_NAME_MISSING": _node_name_missing,
     "NO_SCHEDULER": _no_scheduler,
     "SCHEDULING_GATED": _gated,

@@ -49,6 +49,19 @@ UNMODELED: tuple[tuple[str, str, str], ...] = (
 A reason not listed is still a cause (``UNMODELED_FILTER``), never a silent "fits"."""
 
 
+UNMODELED_POD_WIDE: tuple[tuple[str, str], ...] = (
+    # (words of a PreFilter rejection, the scheduler plugin): rejections of every node at
+    # once that explain does not reproduce; each is UNMODELED_FILTER, never "fits"
+    ("resourceclaim", "DynamicResources"),  # dynamicresources PreFilter: a missing or unallocatable claim
+    ("ResourceClaim", "DynamicResources"),
+)
+
+
+def unmodeled_pod_wide_plugin(reason: str) -> str:
+    """The plugin behind a pod-wide rejection explain has no key for."""
+    return next((plugin for words, plugin in UNMODELED_POD_WIDE if words in reason), "an unmodelled PreFilter")
+
+
 def unmodeled_code(reason: str) -> tuple[str, str]:
     """(plugin, cause code) for a reason the per-node model does not predict."""
     return next(((plugin, code) for words, plugin, code in UNMODELED if words in reason),
@@ -109,8 +122,8 @@ def parse(text: str, minor: int | None = None) -> SchedulerMessage:
     body = _filter_part(text.strip()[head.end():])
     total = int(head["total"])
     if not re.match(r"\d+ ", body):
-        return SchedulerMessage(text=text, total=total, pod_wide=body,
-                                pod_wide_key=classify(body, POD_WIDE_KEYS, minor))
+        return SchedulerMessage(text=text, total=total, pod_wide=body or None,
+                                pod_wide_key=classify(body, POD_WIDE_KEYS, minor) if body else None)
     counts: dict[str, int] = {}
     unknown: dict[str, int] = {}
     for entry in _ENTRY.finditer(body):

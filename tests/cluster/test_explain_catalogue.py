@@ -287,6 +287,23 @@ def test_pod_affinity_that_matches_no_pod(ws: Workspace, capsys: pytest.CaptureF
     assert code == 1
 
 
+def test_resource_claim_that_does_not_exist(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every node passes the filters explain models; the pod's ResourceClaim does not
+    exist, which explain does not read. On 1.35.4 DynamicResources holds the pod before
+    any filter (PreEnqueue: no event, no PodScheduled condition), so there is no scheduler
+    verdict to wait for; with or without one, the answer is a cause and exit 1, never
+    "fits" (issue #39: SCHEDULABLE, exit 0)."""
+    pod = b.pod("app", extra_spec={"resourceClaims": [{"name": "gpu", "resourceClaimName": "no-such-claim"}]})
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    ws.create(pod)
+    e = explained_now(ws, "app")
+    assert e.fitting, "explain models no filter that rejects this pod"
+    assert [c.code for c in e.causes] == ["UNMODELED_FILTER"], [c.summary for c in e.causes]
+    assert "no-such-claim" in e.cause.summary
+    code, doc = exit_code(ws, "app", capsys)
+    assert code == 1 and doc["schedulable"] is False
+
+
 def test_topology_spread_on_a_key_no_node_has(ws: Workspace) -> None:
     spread = [{"maxSkew": 1, "topologyKey": "pvchaos.dev/no-such-key", "whenUnsatisfiable": "DoNotSchedule",
                "labelSelector": {"matchLabels": {"app": "spread"}}}]

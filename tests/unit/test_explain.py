@@ -257,11 +257,12 @@ def test_pod_pinned_away_from_a_wffc_volume() -> None:
     assert explain(s).cause.code == "POD_PINNED_AWAY_FROM_VOLUME"
 
 
-def test_schedulable_pod_and_a_stale_message() -> None:
+def test_fitting_pod_the_scheduler_calls_cordoned_is_not_schedulable() -> None:
     e = explain(scene(pod(), events=[failed_scheduling("0/4 nodes are available: 4 node(s) were unschedulable.")]))
-    assert e.cause.code == "SCHEDULABLE"
     assert e.fitting == ("a1", "a2", "b1", "c1")
     assert e.scheduler.agrees is False
+    assert [c.code for c in e.causes] == ["SCHEDULER_DISAGREES"] and not e.schedulable
+    assert "4 NODE_UNSCHEDULABLE" in e.cause.summary
 
 
 def test_no_event_yet() -> None:

@@ -323,6 +323,29 @@ def s_pinned_and_spread() -> Scene:
         "3 node(s) didn't match Pod's node affinity/selector, 1 node(s) didn't match pod topology spread constraints")])
 
 
+def s_resource_claim_missing() -> Scene:
+    """Every node fits the modelled filters; DynamicResources' PreFilter rejects the pod for
+    a ResourceClaim explain does not read (issue #39: this was SCHEDULABLE, exit 0)."""
+    return scene(pod(), events=[msg('resourceclaim.resource.k8s.io "gpu" not found')])
+
+
+def s_taint_explain_does_not_see() -> Scene:
+    """The scheduler names a modelled reason (a taint) the model does not predict (#39)."""
+    return scene(pod(), events=[msg("4 node(s) had untolerated taint {dedicated: db}")])
+
+
+def s_pod_affinity_and_older_pod_wide_message() -> Scene:
+    """Required pod affinity; the only message is a pod-wide one from before the claim
+    bound (#39: this was SCHEDULABLE)."""
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": ZONE}]}}
+    c, v = bound("data", "pv-any", affinity=terms([(ZONE, "In", ["a", "b", "c"])]))
+    c["metadata"]["managedFields"] = [{"manager": "kube-controller-manager", "operation": "Update",
+                                       "subresource": "status", "time": "2026-12-03T07:00:05Z"}]
+    return scene(with_spec(pod("data"), affinity=affinity), [c], [v], [IMM],
+                 events=[msg("pod has unbound immediate PersistentVolumeClaims")])
+
+
 def s_fits() -> Scene:
     return scene(pod())
 
@@ -381,6 +404,9 @@ CATALOGUE: list[tuple[Callable[[], Scene], list[str]]] = [
     (s_node_name_and_missing_claim, ["NODE_NAME_MISSING", "CLAIM_MISSING"]),
     (s_tainted_and_wrong_zone_message, ["IMMEDIATE_BINDING_WRONG_ZONE"]),
     (s_pinned_and_spread, ["TOPOLOGY_SPREAD"]),
+    (s_resource_claim_missing, ["UNMODELED_FILTER"]),
+    (s_taint_explain_does_not_see, ["SCHEDULER_DISAGREES"]),
+    (s_pod_affinity_and_older_pod_wide_message, ["SCHEDULER_MESSAGE_STALE", "UNMODELED_FILTER"]),
     (s_fits, ["SCHEDULABLE"]),
 ]
 
