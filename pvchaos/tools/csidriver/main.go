@@ -38,6 +38,8 @@ func main() {
 		os.Exit(infoMain(os.Args[2:]))
 	case "proxy":
 		os.Exit(proxyMain(os.Args[2:]))
+	case "latency":
+		os.Exit(latencyMain(os.Args[2:]))
 	case "help", "-h", "--help":
 		fmt.Println(usage)
 	default:
@@ -53,4 +55,5 @@ const usage = `usage:
   pvchaos-csi info --endpoint unix:///path/csi.sock [--timeout 10s]   (GetPluginInfo, GetPluginCapabilities, NodeGetInfo as one JSON line)
   pvchaos-csi proxy --listen unix:///path/proxy.sock --target unix:///path/driver.sock [--rules FILE] [--log FILE]
       (forwards every call unchanged unless a rule in FILE, re-read when it changes, matches; docs/csi-fault-proxy.md)
+  pvchaos-csi latency --endpoint unix:///path/csi.sock [--calls 2000]   (GetPluginInfo latency, median and p99: bench/csi_proxy.py)
   pvchaos-csi version`
