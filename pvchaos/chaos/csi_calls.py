@@ -138,7 +138,7 @@ def calls(cluster: ClusterHandle, where: str | None = None, rule: str | None = N
     return [r for r in records if r.get("rule") == rule] if rule is not None else records
 
 
-@allure.step("CSI call fault: {method} -> {action} {code}")
+@allure.step("CSI call fault on {method}")
 def csi_call_fault(ws: Target, method: str, *, action: str = "error", code: str = "", message: str = "",
                    where: str | None = None, volume_id: str = "", node_id: str = "", name: str = "",
                    segment: Mapping[str, str] | None = None, nth: int = 0, times: int = 0,

@@ -47,6 +47,9 @@ class Capability(StrEnum):
     # nodes are containers: a node can crash (its machine stops) or be cut off the network
     # (kind: chaos.nodes.crash_node, partition_node)
     CONTAINER_FAULTS = "container-faults"
+    # the CSI fault proxy sits between the controller sidecars and the driver's controller
+    # socket (pvchaos-csi proxy; chaos.csi_calls.csi_call_fault with where=None)
+    CSI_PROXY = "csi-proxy"
 
 
     @classmethod

@@ -691,7 +691,7 @@ class KindBackend:
         if len(self.topology.zones) >= 2:
             caps.add(Capability.ZONES)
         if self.runs_csi:
-            caps.add(Capability.ATTACH)
+            caps |= {Capability.ATTACH, Capability.CSI_PROXY}
         if gates.get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
         names = kind_node_names(self.cluster, self.topology)

@@ -559,7 +559,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     if cfg.provisioner:
         caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL, Capability.PROVISIONING_FAILURES}
     if cfg.runs_csi:
-        caps.add(Capability.ATTACH)
+        caps |= {Capability.ATTACH, Capability.CSI_PROXY}
     if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
         caps.add(Capability.MUTABLE_PV_AFFINITY)
     return frozenset(caps)

@@ -1,0 +1,155 @@
+"""Faults inside a CSI driver's calls (issue 36): errors, delays and lost replies injected
+by the CSI fault proxy between the driver's clients (external-provisioner,
+external-attacher; the kubelet on real nodes) and the driver's socket, so the suite works
+for any driver behind the proxy and never touches the driver's own knobs. Each case
+asserts what Kubernetes and the sidecars do with the driver's answer, and how long the
+recovery takes after the fault is lifted.
+
+Every fault selects only this test's calls (its volume's id, its claim's PV name), so
+tests on the same cluster in parallel are not hit.
+"""
+
+from __future__ import annotations
+
+import time
+
+import allure
+import pytest
+
+from pvchaos.api import Workspace, b, measure, o, x
+from pvchaos.chaos.csi_calls import calls, csi_call_fault
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.wait import holds_for, wait_for_state, wait_gone
+
+pytestmark = [allure.epic("The CSI path"), allure.feature("Faults inside CSI calls"),
+              pytest.mark.needs("csi-proxy", "dynamic-zonal")]
+
+PUBLISH = "/csi.v1.Controller/ControllerPublishVolume"
+CREATE = "/csi.v1.Controller/CreateVolume"
+DELETE = "/csi.v1.Controller/DeleteVolume"
+PROVISIONER_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
+
+
+def _immediate_volume(ws: Workspace, claim: str = "data") -> tuple[Obj, str]:
+    """A claim bound at once (Immediate), so its volume id is known before any pod: the
+    PV and its CSI volume handle."""
+    sc = ws.storage_class("imm", "Immediate")
+    ws.create(b.persistent_volume_claim(claim, "1Gi", sc))
+    pv = x.bound_volume(ws, claim)
+    return pv, str(pv["spec"]["csi"]["volumeHandle"])
+
+
+def _attachment(ws: Workspace, pv: str, done: str, timeout: float = 60) -> Obj:
+    """The VolumeAttachment of `pv` once `done` holds: "error" (attachError set) or "attached"."""
+    def seen(state: dict[str, Obj]) -> Obj | None:
+        for va in state.values():
+            if va.get("spec", {}).get("source", {}).get("persistentVolumeName") != pv:
+                continue
+            status = va.get("status") or {}
+            if (done == "error" and status.get("attachError")) or (done == "attached" and status.get("attached")):
+                return va
+        return None
+    found: Obj = wait_for_state(ws.kube, "VolumeAttachment", seen, f"VolumeAttachment of {pv} {done}",
+                                timeout=timeout)
+    return found
+
+
+@allure.story("ControllerPublishVolume fails: the attach error carries the driver's message; attached after restore")
+@pytest.mark.needs("attach")
+def test_controller_publish_error_then_attached_after_restore(ws: Workspace) -> None:
+    pv, handle = _immediate_volume(ws)
+    pv_name = o.name(pv)
+    fault = csi_call_fault(ws, PUBLISH, code="Internal", message="array port down (pvchaos fault)", volume_id=handle)
+    ws.create(b.pod("app", ("data",)))
+    x.pod_scheduled(ws, "app")
+    va = _attachment(ws, pv_name, "error")
+    x.expect("array port down" in str(va["status"]["attachError"].get("message")),
+             "the VolumeAttachment's attachError carries the driver's message", va, ws=ws)
+    x.expect(any(c["code"] == "Internal" for c in calls(ws.cluster, rule=fault.touched[0])),
+             "the proxy answered ControllerPublishVolume with the fault", ws=ws)
+    if ws.cluster.has("real-kubelet"):  # a KWOK node runs the pod whatever the attach says
+        x.explained_as(ws, "app", "ATTACH_FAILED")
+    t0 = time.monotonic()
+    fault.restore()
+    _attachment(ws, pv_name, "attached", timeout=60)
+    measure.since("fault lifted to volume attached, seconds", t0)
+    x.pod_runs(ws, "app")
+
+
+@allure.story("slow ControllerPublishVolume: the pod starts after the delay, within the attacher's timeout")
+@pytest.mark.needs("attach")
+def test_slow_attach_delays_the_pod_by_the_delay(ws: Workspace) -> None:
+    delay = 3.0
+    pv, handle = _immediate_volume(ws)
+    csi_call_fault(ws, PUBLISH, action="delay", delay_ms=int(delay * 1000), volume_id=handle)
+    t0 = time.monotonic()
+    ws.create(b.pod("app", ("data",)))
+    _attachment(ws, o.name(pv), "attached", timeout=60)
+    took = measure.since("pod created to volume attached with a 3 s slower attach, seconds", t0)
+    x.expect(took >= delay, f"the attach took {took:.1f} s, at least the driver's {delay:.0f} s")
+    x.pod_runs(ws, "app")
+
+
+def _node_segment(ws: Workspace, node: Obj, driver: str) -> dict[str, str]:
+    """The node's topology as the driver declared it (its CSINode topology keys and the
+    node's labels for them): what the provisioner asks CreateVolume for that node."""
+    csinode = ws.get("CSINode", o.name(node)) or {}
+    keys = next((d.get("topologyKeys") or [] for d in (csinode.get("spec") or {}).get("drivers") or []
+                 if d.get("name") == driver), [])
+    return {k: o.labels(node)[k] for k in keys if k in o.labels(node)}
+
+
+@allure.story("CreateVolume ResourceExhausted for one node: the WFFC pod is given back to the scheduler and placed elsewhere")
+def test_create_volume_exhausted_on_one_node_moves_the_pod(ws: Workspace) -> None:
+    nodes = ws.nodes()
+    if len(nodes) < 2:
+        pytest.skip("one node: nowhere else to go")
+    full, other = nodes[0], nodes[1]
+    driver = str(ws.cluster.zonal_class_provisioner)
+    segment = _node_segment(ws, full, driver)
+    if not segment or segment == _node_segment(ws, other, driver):
+        pytest.skip(f"driver {driver}: nodes {o.name(full)} and {o.name(other)} share one topology segment")
+    sc = ws.storage_class("wffc", "WaitForFirstConsumer")
+    claim = ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    fault = csi_call_fault(ws, CREATE, code="ResourceExhausted", message=f"no space on {o.name(full)} (pvchaos fault)",
+                           name=f"pvc-{claim['metadata']['uid']}", segment=segment)
+    # Both nodes allowed, the full one preferred: the scheduler tries it first.
+    ws.create(b.pod("app", ("data",), node_affinity={
+        "requiredDuringSchedulingIgnoredDuringExecution": b.node_selector_terms(
+            [(o.HOSTNAME_KEY, "In", [o.hostname(full), o.hostname(other)])]),
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [
+            {"key": o.HOSTNAME_KEY, "operator": "In", "values": [o.hostname(full)]}]}}]}))
+    t0 = time.monotonic()
+    x.claim_annotation(ws, "data", o.SELECTED_NODE)
+    pod = x.pod_scheduled(ws, "app", timeout=180)
+    measure.since("pod created to placed with its volume, seconds", t0)
+    caught = calls(ws.cluster, rule=fault.touched[0])
+    measure.note("CreateVolume calls refused on the full node", len(caught))
+    x.expect(o.node_name(pod) != o.name(full), f"the pod left the node whose CreateVolume is exhausted "
+             f"({o.name(full)}) for {o.node_name(pod)}", pod, ws=ws)
+    x.expect(len(caught) >= 1, "the first CreateVolume went to the full node and was refused "
+             f"(ResourceExhausted hands the claim back to the scheduler); the proxy caught {len(caught)}", pod, ws=ws)
+    x.provisioned_where_selected(ws, x.claim_bound(ws, "data"))
+
+
+@allure.story("DeleteVolume fails: the PV stays Released with its finalizer; gone after restore")
+def test_delete_volume_failing_keeps_the_pv_until_restore(ws: Workspace) -> None:
+    pv, handle = _immediate_volume(ws)
+    pv_name = o.name(pv)
+    fault = csi_call_fault(ws, DELETE, code="Internal", message="array busy (pvchaos fault)", volume_id=handle)
+    ws.delete("PersistentVolumeClaim", "data")
+    released = x.volume_phase(ws, pv_name, "Released")
+    holds_for(ws.kube, "PersistentVolume",
+              lambda st: (None if pv_name in st and o.phase(st[pv_name]) == "Released"
+                          and PROVISIONER_FINALIZER in (st[pv_name]["metadata"].get("finalizers") or [])
+                          else f"PV {pv_name} left Released or lost its finalizer while DeleteVolume fails: "
+                               f"{st.get(pv_name, {}).get('status')}"),
+              5, f"PV {pv_name} stays Released with {PROVISIONER_FINALIZER}")
+    x.expect(released["spec"]["csi"]["volumeHandle"] == handle, "the Released PV still names its volume", released)
+    refused = calls(ws.cluster, rule=fault.touched[0])
+    x.expect(len(refused) >= 1, f"external-provisioner asked DeleteVolume of {handle} and the proxy refused it "
+             f"({len(refused)} calls caught)", released, ws=ws)
+    t0 = time.monotonic()
+    fault.restore()
+    wait_gone(ws.kube, "PersistentVolume", pv_name, timeout=60)
+    measure.since("fault lifted to PV deleted, seconds", t0)
