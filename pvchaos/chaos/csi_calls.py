@@ -22,6 +22,7 @@ import allure
 
 from pvchaos.chaos.fault import Fault, Target, apply
 from pvchaos.clusters import csi
+from pvchaos.clusters.kind_csi import NODE_PROXY_LOG, NODE_PROXY_RULES
 from pvchaos.clusters.backend import ClusterError, ClusterHandle, NodeStorageFaults
 from pvchaos.kube import naming
 
@@ -30,8 +31,6 @@ ACTIONS = ("error", "delay", "hang", "close", "fail_reply")
 CODES = ("Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists",
          "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
          "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated")
-NODE_PROXY_RULES = "/var/lib/pvchaos-csi/proxy-rules.json"  # on a kind node (kind_csi.py)
-NODE_PROXY_LOG = "/var/log/pvchaos-csi/proxy-calls.jsonl"
 
 
 @dataclass(frozen=True)

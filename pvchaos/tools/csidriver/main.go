@@ -50,7 +50,7 @@ func main() {
 
 const usage = `usage:
   pvchaos-csi controller --endpoint unix:///path/controller.sock --driver-name NAME --state-file FILE --calls-log FILE [--data-root DIR] [--control-dir DIR]
-  pvchaos-csi node --endpoint unix:///path/csi.sock --driver-name NAME --node-id NODE --zone ZONE --hostname HOST --max-volumes-per-node N --data-root DIR --calls-log FILE [--registration-dir DIR]
+  pvchaos-csi node --endpoint unix:///path/csi.sock --driver-name NAME --node-id NODE --zone ZONE --hostname HOST --max-volumes-per-node N --data-root DIR --calls-log FILE [--registration-dir DIR] [--kubelet-endpoint unix:///path/proxy.sock]
   pvchaos-csi all  (the union of both flag sets; controller and node services on one endpoint)
   pvchaos-csi info --endpoint unix:///path/csi.sock [--timeout 10s]   (GetPluginInfo, GetPluginCapabilities, NodeGetInfo as one JSON line)
   pvchaos-csi proxy --listen unix:///path/proxy.sock --target unix:///path/driver.sock [--rules FILE] [--log FILE]

@@ -63,9 +63,11 @@ func (connCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, er
 func (connCreds) ClientHandshake(_ context.Context, _ string, c net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	return c, connInfo{credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}, c}, nil
 }
-func (connCreds) Info() credentials.ProtocolInfo             { return credentials.ProtocolInfo{SecurityProtocol: "insecure"} }
+func (connCreds) Info() credentials.ProtocolInfo {
+	return credentials.ProtocolInfo{SecurityProtocol: "insecure"}
+}
 func (c connCreds) Clone() credentials.TransportCredentials { return c }
-func (connCreds) OverrideServerName(string) error          { return nil }
+func (connCreds) OverrideServerName(string) error           { return nil }
 
 // Proxy forwards calls to one target socket.
 type Proxy struct {
@@ -208,7 +210,9 @@ func Decode(method string, data []byte) (Call, map[string]any) {
 	call.VolumeID, _ = summary["volume_id"].(string)
 	call.NodeID, _ = summary["node_id"].(string)
 	call.Name, _ = summary["name"].(string)
-	if r, ok := msg.(interface{ GetAccessibilityRequirements() *csi.TopologyRequirement }); ok {
+	if r, ok := msg.(interface {
+		GetAccessibilityRequirements() *csi.TopologyRequirement
+	}); ok {
 		req := r.GetAccessibilityRequirements()
 		switch { // the provisioner puts the selected node's topology first
 		case len(req.GetPreferred()) > 0:
