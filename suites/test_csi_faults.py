@@ -18,6 +18,8 @@ import pytest
 
 from pvchaos.api import Workspace, b, measure, o, x
 from pvchaos.chaos.csi_calls import calls, csi_call_fault
+from pvchaos.chaos.csi_registration import deregister_driver
+from pvchaos.chaos.node_join import join_node
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import holds_for, wait_for_state, wait_gone
 
@@ -153,3 +155,88 @@ def test_delete_volume_failing_keeps_the_pv_until_restore(ws: Workspace) -> None
     fault.restore()
     wait_gone(ws.kube, "PersistentVolume", pv_name, timeout=60)
     measure.since("fault lifted to PV deleted, seconds", t0)
+
+
+def _limit_of(ws: Workspace, node: str, driver: str) -> int | None:
+    csinode = ws.get("CSINode", node) or {}
+    return next(((d.get("allocatable") or {}).get("count") for d in (csinode.get("spec") or {}).get("drivers") or []
+                 if d.get("name") == driver), None)
+
+
+@allure.feature("Volume limits")
+@allure.story("the driver deregistered from a node at its limit (kubernetes #126921): no more of its volumes go there")
+@pytest.mark.cluster(csi_max_volumes_per_node=1)  # the shape test_csi_topology's limit test shares
+@pytest.mark.needs("attach")
+def test_deregistered_driver_does_not_let_the_node_take_more_volumes(ws: Workspace) -> None:
+    """A node plugin restarts: the kubelet takes the driver out of CSINode until it
+    registers again, and for that while the scheduler has no limit to count against.
+    A pod whose volume is already provisioned must still not be given that node."""
+    node = ws.node()
+    node_name, driver = o.name(node), str(ws.cluster.zonal_class_provisioner)
+    limit = _limit_of(ws, node_name, driver)
+    if limit is None:
+        pytest.skip(f"driver {driver} declares no volume limit on node {node_name}")
+    sc = ws.storage_class("limit", "Immediate", allowed_zones=[str(o.zone(node))])
+    claims = [f"data-{i}" for i in range(limit + 1)]
+    for claim in claims:
+        ws.create(b.persistent_volume_claim(claim, "1Gi", sc))
+    for claim in claims[:limit]:
+        ws.create(b.pod(claim, (claim,), node_selector=ws.pin(node)))
+        x.pod_runs(ws, claim)
+        _attachment(ws, o.name(x.bound_volume(ws, claim)), "attached")
+    last = claims[-1]
+    x.bound_volume(ws, last)
+    fault = deregister_driver(ws, node_name, driver)
+    wait_for_state(ws.kube, "CSINode", lambda st: True if _limit_of(ws, node_name, driver) is None else None,
+                   f"driver {driver} gone from CSINode {node_name}", timeout=60)
+    ws.create(b.pod(last, (last,), node_selector=ws.pin(node)))
+    placed: list[str] = []
+
+    def given_the_node(st: dict[str, Obj]) -> str | None:
+        pod = st.get(last)
+        if pod is not None and o.node_name(pod):
+            placed.append(str(o.node_name(pod)))
+            return (f"kubernetes #126921 reproduced on {ws.cluster.k8s_version}: with {driver} missing from "
+                    f"CSINode {node_name}, pod {last} was placed there beside {limit} attached volume(s) "
+                    f"(allocatable {limit})")
+        return None
+    try:
+        holds_for(ws.kube, "Pod", given_the_node, 10, f"pod {last} not placed on {node_name} while {driver} "
+                  "is deregistered", ws.namespace)
+    finally:
+        measure.note("kubernetes #126921 verdict", f"{ws.cluster.k8s_version}: "
+                     + ("placed over the limit" if placed else "kept off the node while deregistered"))
+    fault.restore()
+    wait_for_state(ws.kube, "CSINode", lambda st: True if _limit_of(ws, node_name, driver) == limit else None,
+                   f"driver {driver} registered again on {node_name} with allocatable {limit}", timeout=60)
+    x.pod_unschedulable(ws, last, "MAX_VOLUME_COUNT")
+
+
+@allure.feature("Volume limits")
+@allure.story("a node joins while pods wait for room (kubernetes #95911): it is not filled past its volume limit")
+@pytest.mark.cluster(csi_max_volumes_per_node=1)
+@pytest.mark.needs("attach", "node-join")
+def test_node_that_joins_is_not_filled_past_its_limit(ws: Workspace) -> None:
+    zone = ws.zones()[0]
+    driver = str(ws.cluster.zonal_class_provisioner)
+    pool = ws.name("joined")
+    sc = ws.storage_class("join", "Immediate", allowed_zones=[zone])
+    names = [f"wait-{i}" for i in range(3)]
+    for name in names:
+        ws.create(b.persistent_volume_claim(name, "1Gi", sc))
+        x.bound_volume(ws, name)
+        ws.create(b.pod(name, (name,), node_selector={"pvchaos.dev/pool": pool}))
+    x.pod_unschedulable(ws, names[0])
+    t0 = time.monotonic()
+    join_node(ws, pool, zone, {"pvchaos.dev/pool": pool})
+    wait_for_state(ws.kube, "CSINode", lambda st: True if _limit_of(ws, pool, driver) is not None else None,
+                   f"the joined node {pool} registered with {driver}", timeout=60)
+    measure.since("node joined to driver registered in its CSINode, seconds", t0)
+    limit = _limit_of(ws, pool, driver) or 0
+    wait_for_state(ws.kube, "Pod", lambda st: True if any(o.node_name(p) == pool for p in st.values()) else None,
+                   f"a waiting pod placed on the joined node {pool}", ws.namespace, timeout=60)
+    holds_for(ws.kube, "Pod",
+              lambda st: (f"kubernetes #95911: {n} pods with volumes of {driver} placed on the joined node {pool} "
+                          f"(allocatable {limit})"
+                          if (n := sum(1 for p in st.values() if o.node_name(p) == pool)) > limit else None),
+              8, f"at most {limit} pod(s) on the joined node {pool}", ws.namespace)

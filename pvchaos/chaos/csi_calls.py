@@ -22,8 +22,8 @@ import allure
 
 from pvchaos.chaos.fault import Fault, Target, apply
 from pvchaos.clusters import csi
-from pvchaos.clusters.kind_csi import NODE_PROXY_LOG, NODE_PROXY_RULES
 from pvchaos.clusters.backend import ClusterError, ClusterHandle, NodeStorageFaults
+from pvchaos.clusters.kind_csi import NODE_PROXY_LOG, NODE_PROXY_RULES
 from pvchaos.kube import naming
 
 ACTIONS = ("error", "delay", "hang", "close", "fail_reply")

@@ -54,6 +54,7 @@ from pvchaos.clusters.common.processes import (
 )
 from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from pvchaos.clusters.local import config as flags
+from pvchaos.clusters.local import csi_registrar
 from pvchaos.clusters.local.config import CONTROLLER_LABEL, STOPPED, LocalClusterConfig
 from pvchaos.clusters.local.loopback_http import get as get_url
 from pvchaos.clusters.local.readiness import nodes_problem
@@ -64,6 +65,7 @@ from pvchaos.clusters.local.registry import (
     registry_lock,
     state_root,
 )
+from pvchaos.clusters.topology import NodeSpec
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
 from pvchaos.kube.client import Kube, connect
@@ -261,6 +263,8 @@ class LocalCluster:
             storage = pool.submit(self._create_storage_objects)
             self._create_nodes()
             storage.result()
+        if csi_bins is not None:  # after the nodes, which get their CSINode here; it covers the later ones
+            self._spawn(csi_registrar.COMPONENT, csi_registrar.argv(d / "kubeconfig", self.cfg.csi))
         self.await_healthy("kube-apiserver", f"{api}/readyz", token)
         self._spawn("kube-controller-manager", [str(bins.kube_controller_manager),
                                                 *flags.controller_manager_args(self.cfg, d, ports["controller-manager"])])
@@ -436,6 +440,27 @@ class LocalCluster:
             },
         )
 
+    # ---- nodes that join (NodeJoins) ---------------------------------------------------
+
+    def join_node(self, name: str, zone: str, labels: dict[str, str]) -> None:
+        """A node joining the running cluster, the way a machine would: only its Node
+        object, a KWOK node of `zone`'s controller shaped like the zone's first node. What
+        a kubelet and node plugin write (CSINode, CSI annotations) comes from the CSI
+        registrar (csi_registrar.py), as late as it comes on a real node."""
+        assert self.kube is not None
+        template = next((n for n in self.cfg.topology.nodes() if n.zone == zone), None)
+        if template is None:
+            raise ClusterError(f"cluster {self.cfg.name}: no zone {zone!r} (zones: {list(self.cfg.topology.zones)})")
+        spec = NodeSpec(name, zone, {**template.labels, o.HOSTNAME_KEY: name, **labels}, dict(template.allocatable))
+        index = len(self.cfg.topology.nodes()) + len(kinds.list_objects(self.kube, "Node")[0])
+        kinds.create(self.kube, flags.node_object(spec, min(index, flags.MAX_NODES - 1), zone))
+
+    def remove_node(self, name: str) -> None:
+        """The joined node's Node and CSINode deleted (its pods go with the Node)."""
+        assert self.kube is not None
+        for kind in ("Node", "CSINode"):
+            kinds.delete(self.kube, kind, name)  # already gone is fine
+
     # ---- faults (NodeFaults) ---------------------------------------------------------
 
     def _record(self, component: str) -> ProcessRecord:
@@ -559,7 +584,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     if cfg.provisioner:
         caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL, Capability.PROVISIONING_FAILURES}
     if cfg.runs_csi:
-        caps |= {Capability.ATTACH, Capability.CSI_PROXY}
+        caps |= {Capability.ATTACH, Capability.CSI_PROXY, Capability.NODE_JOIN}
     if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
         caps.add(Capability.MUTABLE_PV_AFFINITY)
     return frozenset(caps)
