@@ -79,6 +79,9 @@ class CsiOptions:
     # pvchaos-csi --fault-misplace: zonal volumes in an allowed zone other than the selected
     # node's (a driver bug on purpose; only the self-checks turn it on)
     fault_misplace: bool = False
+    # the fault proxy reads its rules file; off, it forwards every call whatever the rules
+    # say (a proxy that injects nothing; only the self-checks turn it off)
+    proxy_rules: bool = True
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 1:
@@ -156,10 +159,11 @@ def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None
             f"--data-root={data_root or paths.data_root}", f"--control-dir={paths.control_dir}", *fault]
 
 
-def proxy_args(driver: Path, paths: CsiPaths) -> list[str]:
+def proxy_args(driver: Path, paths: CsiPaths, options: CsiOptions | None = None) -> list[str]:
     """The fault proxy between the sidecars (paths.socket) and the controller."""
+    rules = [f"--rules={paths.proxy_rules}"] if options is None or options.proxy_rules else []
     return [str(driver), "proxy", f"--listen=unix://{paths.socket}", f"--target=unix://{paths.driver_socket}",
-            f"--rules={paths.proxy_rules}", f"--log={paths.proxy_log}"]
+            *rules, f"--log={paths.proxy_log}"]
 
 
 def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: CsiOptions) -> list[str]:
@@ -284,7 +288,7 @@ def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, option
         d.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, NAMESPACE=CAPACITY_NAMESPACE) if options.capacity_tracking else None
     return {CONTROLLER: start(CONTROLLER, controller_args(binaries.driver, paths, data_root, options), None),
-            PROXY: start(PROXY, proxy_args(binaries.driver, paths), None),
+            PROXY: start(PROXY, proxy_args(binaries.driver, paths, options), None),
             PROVISIONER: start(PROVISIONER, provisioner_args(binaries.provisioner, paths, kubeconfig, options), env),
             ATTACHER: start(ATTACHER, attacher_args(binaries.attacher, paths, kubeconfig), None)}
 
