@@ -21,7 +21,7 @@ from pvchaos.chaos.csi_calls import calls, csi_call_fault
 from pvchaos.chaos.csi_registration import deregister_driver
 from pvchaos.chaos.node_join import join_node
 from pvchaos.kube.kinds import Obj
-from pvchaos.kube.wait import holds_for, wait_for_state, wait_gone
+from pvchaos.kube.wait import holds_for, wait_for_event, wait_for_state, wait_gone
 
 pytestmark = [allure.epic("The CSI path"), allure.feature("Faults inside CSI calls"),
               pytest.mark.needs("csi-proxy", "dynamic-zonal")]
@@ -90,6 +90,28 @@ def test_slow_attach_delays_the_pod_by_the_delay(ws: Workspace) -> None:
     took = measure.since("pod created to volume attached with a 3 s slower attach, seconds", t0)
     x.expect(took >= delay, f"the attach took {took:.1f} s, at least the driver's {delay:.0f} s")
     x.pod_runs(ws, "app")
+
+
+@allure.story("NodeStage or NodePublish fails: the pod stays ContainerCreating, explain says MOUNT_FAILED with the "
+              "driver's message; Running after restore (measured)")
+@pytest.mark.needs("real-kubelet")
+@pytest.mark.parametrize("method", ["NodeStageVolume", "NodePublishVolume"])
+def test_node_call_error_holds_the_pod_until_restore(ws: Workspace, method: str) -> None:
+    pv, handle = _immediate_volume(ws)
+    zones = o.pv_zones(pv)
+    node = next((n for n in ws.nodes() if not zones or o.zone(n) in zones), ws.node())
+    message = f"{method} refused on purpose (pvchaos fault)"
+    fault = csi_call_fault(ws, method, code="Internal", message=message, volume_id=handle, where=o.name(node))
+    ws.create(b.pod("app", ("data",), node_selector=ws.pin(node)))
+    pod = x.pod_scheduled(ws, "app")
+    wait_for_event(ws.kube, pod, message, reason="FailedMount", timeout=120)
+    now = ws.get("Pod", "app") or pod
+    x.expect(o.phase(now) != "Running", f"pod app is not Running while {method} fails", now, ws=ws)
+    x.explained_as(ws, "app", "MOUNT_FAILED")
+    t0 = time.monotonic()
+    fault.restore()
+    x.pod_runs(ws, "app", timeout=180)
+    measure.since(f"{method} fault lifted to pod Running, seconds", t0)
 
 
 def _node_segment(ws: Workspace, node: Obj, driver: str) -> dict[str, str]:

@@ -68,6 +68,8 @@ _VALIDATION_WHY = ("the API gives the same answer with the gate on and off (vali
 TABLE: dict[str, Entry] = {
     f"{CF}::test_controller_publish_error_then_attached_after_restore": _e("csi-proxy-inert", _INERT),
     f"{CF}::test_slow_attach_delays_the_pod_by_the_delay": _e("csi-proxy-inert", _INERT),
+    f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodeStageVolume]": _none(_KIND_ONLY),
+    f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodePublishVolume]": _none(_KIND_ONLY),
     f"{CF}::test_create_volume_exhausted_on_one_node_moves_the_pod": _e("csi-proxy-inert", _INERT),
     f"{CF}::test_delete_volume_failing_keeps_the_pv_until_restore": _e("csi-proxy-inert", _INERT),
     f"{CF}::test_deregistered_driver_does_not_let_the_node_take_more_volumes": _e(
