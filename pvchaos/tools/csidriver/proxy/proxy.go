@@ -13,6 +13,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -78,9 +79,12 @@ type Proxy struct {
 }
 
 // New dials the target lazily (a driver that starts after the proxy is fine) and opens
-// the log (appending).
+// the log (appending). A driver that restarts is dialled again within a second (gRPC's
+// default back-off grows to two minutes, far longer than a restart takes).
 func New(targetSocket string, rules *Set, logPath string) (*Proxy, error) {
-	conn, err := grpc.NewClient("unix://"+targetSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+targetSocket, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second, Backoff: backoff.Config{
+			BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}))
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %v", targetSocket, err)
 	}
@@ -127,7 +131,10 @@ func (p *Proxy) handle(_ any, stream grpc.ServerStream) error {
 	var driverTime time.Duration
 	forward := func() error {
 		t := time.Now()
-		err := p.target.Invoke(outgoing(ctx), method, &req, &resp, grpc.ForceCodecV2(rawCodec{}))
+		// WaitForReady: while the driver's socket is not up yet (the stack starting) or
+		// again (a restart), the call waits for it within the caller's deadline, as a
+		// client dialling the driver directly waits for its socket.
+		err := p.target.Invoke(outgoing(ctx), method, &req, &resp, grpc.ForceCodecV2(rawCodec{}), grpc.WaitForReady(true))
 		driverTime = time.Since(t)
 		return err
 	}

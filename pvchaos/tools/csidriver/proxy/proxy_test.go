@@ -263,3 +263,33 @@ func readLog(t *testing.T, path string) []map[string]any {
 	}
 	return out
 }
+
+func TestACallWaitsForADriverThatStartsLater(t *testing.T) {
+	dir := t.TempDir()
+	set, _ := NewSet("", nil)
+	p, err := New(filepath.Join(dir, "d.sock"), set, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	srv := p.Server()
+	plis, _ := driver.ListenUnix(filepath.Join(dir, "p.sock"))
+	go srv.Serve(plis)
+	defer srv.Stop()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		drv := grpc.NewServer()
+		csi.RegisterIdentityServer(drv, &driver.Identity{Name: "late.csi"})
+		lis, _ := driver.ListenUnix(filepath.Join(dir, "d.sock"))
+		t.Cleanup(drv.Stop)
+		drv.Serve(lis)
+	}()
+	conn, _ := grpc.NewClient("unix://"+filepath.Join(dir, "p.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := csi.NewIdentityClient(conn).GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	if err != nil || info.GetName() != "late.csi" {
+		t.Fatalf("a call made before the driver listens: %v %v; want it answered once the driver is up", info, err)
+	}
+}
