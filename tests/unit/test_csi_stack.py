@@ -140,3 +140,17 @@ def test_a_tests_calls_are_those_naming_its_volumes() -> None:
     mine = matching(lines, ["pvc-1", "pvchaos-aa", ""])
     assert [json.loads(ln)["method"] for ln in mine] == ["CreateVolume", "ControllerPublishVolume"]
     assert pretty(mine).count("\n") == 1 and pretty(["not json"]) == "not json"
+
+
+def test_the_registrar_adds_our_driver_once_and_keeps_the_others() -> None:
+    from pvchaos.clusters.local.csi_registrar import argv, registration
+    opts = csi.CsiOptions(max_volumes_per_node=5)
+    fresh = registration(None, "joined-1", opts)
+    assert fresh == csi.csi_node_object("joined-1", opts)
+    other = {"metadata": {"name": "joined-1"}, "spec": {"drivers": [{"name": "other.csi", "nodeID": "x"}]}}
+    both = registration(other, "joined-1", opts)
+    assert both is not None and [d["name"] for d in both["spec"]["drivers"]] == ["other.csi", csi.DRIVER_NAME]
+    assert both["spec"]["drivers"][1]["allocatable"] == {"count": 5}
+    assert registration(both, "joined-1", opts) is None, "already registered: nothing to write"
+    line = argv(D / "kubeconfig", opts)
+    assert line[1:3] == ["-m", "pvchaos.clusters.local.csi_registrar"] and "--max-volumes-per-node=5" in line
