@@ -149,11 +149,11 @@ def test_create_volume_exhausted_on_one_node_moves_the_pod(ws: Workspace) -> Non
     fault = csi_call_fault(ws, CREATE, code="ResourceExhausted", message=f"no space on {o.name(full)} (pvchaos fault)",
                            name=f"pvc-{claim['metadata']['uid']}", segment=segment)
     # Both nodes allowed, the full one preferred: the scheduler tries it first.
-    pod_uid = o.uid(ws.create(b.pod("app", ("data",), node_affinity={
+    pod_uid = o.uid(ws.create(b.pod("app", ("data",), extra_spec={"affinity": {"nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": b.node_selector_terms(
             [(o.HOSTNAME_KEY, "In", [o.hostname(full), o.hostname(other)])]),
         "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {"matchExpressions": [
-            {"key": o.HOSTNAME_KEY, "operator": "In", "values": [o.hostname(full)]}]}}]})))
+            {"key": o.HOSTNAME_KEY, "operator": "In", "values": [o.hostname(full)]}]}}]}}})))
     x.provisioning_failed(ws, "data", f"no space on {o.name(full)}")
     x.selected_node_released(ws, "data", o.name(full))
     t0 = time.monotonic()
@@ -198,53 +198,73 @@ def _limit_of(ws: Workspace, node: str, driver: str) -> int | None:
                  if d.get("name") == driver), None)
 
 
+def _placed_within(ws: Workspace, pod_name: str, seconds: float) -> float | None:
+    """Seconds until the pod got a node, or None if it had none for `seconds`."""
+    t0 = time.monotonic()
+    placed: list[float] = []
+
+    def given_a_node(st: dict[str, Obj]) -> str | None:
+        pod = next((p for p in st.values() if o.name(p) == pod_name), None)
+        if pod is not None and o.node_name(pod):
+            placed.append(time.monotonic() - t0)
+            return f"pod {pod_name} placed on {o.node_name(pod)}"
+        return None
+    try:
+        holds_for(ws.kube, "Pod", given_a_node, seconds, f"pod {pod_name} not placed", ws.namespace)
+    except AssertionError:
+        if not placed:
+            raise
+    return placed[0] if placed else None
+
+
 @allure.feature("Volume limits")
 @allure.story("the driver deregistered from a node at its limit (kubernetes #126921): no more of its volumes go there")
 @pytest.mark.cluster(csi_max_volumes_per_node=2)  # not test_csi_topology's shape: it fills node 0 too
 @pytest.mark.needs("attach")
 def test_deregistered_driver_does_not_let_the_node_take_more_volumes(ws: Workspace) -> None:
-    """A node plugin restarts: the kubelet takes the driver out of CSINode until it
-    registers again, and for that while the scheduler has no limit to count against.
-    A pod whose volume is already provisioned must still not be given that node."""
+    """A node at its volume limit keeps a waiting pod off (MAX_VOLUME_COUNT); then its
+    node plugin restarts: the kubelet takes the driver out of CSINode until it registers
+    again, and for that while the scheduler has no limit to count against. Neither the
+    waiting pod nor a pod created meanwhile may be given the node. Where the scheduler
+    does place one (kubernetes #126921), the verdict is recorded with the version and the
+    test is an expected failure naming the issue: upstream's open bug, not the cluster's."""
     node = ws.node()
     node_name, driver = o.name(node), str(ws.cluster.zonal_class_provisioner)
     limit = _limit_of(ws, node_name, driver)
     if limit is None:
         pytest.skip(f"driver {driver} declares no volume limit on node {node_name}")
     sc = ws.storage_class("limit", "Immediate", allowed_zones=[str(o.zone(node))])
-    claims = [f"data-{i}" for i in range(limit + 1)]
+    claims = [f"data-{i}" for i in range(limit + 2)]
     for claim in claims:
         ws.create(b.persistent_volume_claim(claim, "1Gi", sc))
     for claim in claims[:limit]:
         ws.create(b.pod(claim, (claim,), node_selector=ws.pin(node)))
         x.pod_runs(ws, claim)
         _attachment(ws, o.name(x.bound_volume(ws, claim)), "attached")
-    last = claims[-1]
-    x.bound_volume(ws, last)
+    waiting, late = claims[-2], claims[-1]
+    for claim in (waiting, late):
+        x.bound_volume(ws, claim)
+    ws.create(b.pod(waiting, (waiting,), node_selector=ws.pin(node)))
+    x.pod_unschedulable(ws, waiting, "MAX_VOLUME_COUNT")
     fault = deregister_driver(ws, node_name, driver)
     wait_for_state(ws.kube, "CSINode", lambda st: True if _limit_of(ws, node_name, driver) is None else None,
                    f"driver {driver} gone from CSINode {node_name}", timeout=60)
-    ws.create(b.pod(last, (last,), node_selector=ws.pin(node)))
-    placed: list[str] = []
-
-    def given_the_node(st: dict[str, Obj]) -> str | None:
-        pod = st.get(last)
-        if pod is not None and o.node_name(pod):
-            placed.append(str(o.node_name(pod)))
-            return (f"kubernetes #126921 reproduced on {ws.cluster.k8s_version}: with {driver} missing from "
-                    f"CSINode {node_name}, pod {last} was placed there beside {limit} attached volume(s) "
-                    f"(allocatable {limit})")
-        return None
-    try:
-        holds_for(ws.kube, "Pod", given_the_node, 10, f"pod {last} not placed on {node_name} while {driver} "
-                  "is deregistered", ws.namespace)
-    finally:
-        measure.note("kubernetes #126921 verdict", f"{ws.cluster.k8s_version}: "
-                     + ("placed over the limit" if placed else "kept off the node while deregistered"))
+    waiting_placed = _placed_within(ws, waiting, 8)
+    ws.create(b.pod(late, (late,), node_selector=ws.pin(node)))
+    late_placed = _placed_within(ws, late, 8)
+    version = f"{ws.cluster.k8s_version} ({ws.cluster.backend})"
+    verdict = (f"{version}, driver deregistered from a node at its limit {limit}: the waiting pod "
+               + (f"placed after {waiting_placed:.1f} s" if waiting_placed is not None else "kept off")
+               + "; a pod created meanwhile "
+               + (f"placed after {late_placed:.1f} s" if late_placed is not None else "kept off"))
+    measure.note("kubernetes #126921 verdict", verdict)
+    if waiting_placed is not None or late_placed is not None:
+        pytest.xfail(f"kubernetes #126921 reproduced: {verdict}")
     fault.restore()
     wait_for_state(ws.kube, "CSINode", lambda st: True if _limit_of(ws, node_name, driver) == limit else None,
                    f"driver {driver} registered again on {node_name} with allocatable {limit}", timeout=60)
-    x.pod_unschedulable(ws, last, "MAX_VOLUME_COUNT")
+    x.expect(_placed_within(ws, late, 5) is None, f"pod {late} still kept off {node_name} once {driver} is "
+             "registered again", ws=ws)
 
 
 @allure.feature("Volume limits")
@@ -280,3 +300,5 @@ def test_node_that_joins_is_not_filled_past_its_limit(ws: Workspace) -> None:
                           f"(allocatable {limit})"
                           if (n := sum(1 for p in st.values() if o.node_name(p) == pool)) > limit else None),
               8, f"at most {limit} pod(s) on the joined node {pool}", ws.namespace)
+    measure.note("kubernetes #95911 verdict", f"{ws.cluster.k8s_version}: the joined node took at most its "
+                 f"allocatable {limit}")
