@@ -272,6 +272,12 @@ def test_deregistered_driver_does_not_let_the_node_take_more_volumes(ws: Workspa
 @pytest.mark.cluster(csi_max_volumes_per_node=2)
 @pytest.mark.needs("attach", "node-join")
 def test_node_that_joins_is_not_filled_past_its_limit(ws: Workspace) -> None:
+    """Pods wait for a node with a label; a node with it joins. Its node plugin registers
+    a moment after the Node appears (here the harness's registrar, a DaemonSet's pod on a
+    real node), and until then the scheduler has no limit to count. Once registered, one
+    more pod must be kept off (MAX_VOLUME_COUNT). Where the node was filled past its limit
+    before (kubernetes #95911, a race), the verdict is recorded and the test is an
+    expected failure naming the issue."""
     zone = ws.zones()[0]
     driver = str(ws.cluster.zonal_class_provisioner)
     expected = _limit_of(ws, o.name(ws.node(zone)), driver)  # what the joined node's plugin will say too
@@ -281,24 +287,30 @@ def test_node_that_joins_is_not_filled_past_its_limit(ws: Workspace) -> None:
     pool = "zz-" + naming.unique("joined", limit=60)
     sc = ws.storage_class("join", "Immediate", allowed_zones=[zone])
     names = [f"wait-{i}" for i in range(expected + 2)]
-    for name in names:
+    for name in [*names, "extra"]:
         ws.create(b.persistent_volume_claim(name, "1Gi", sc))
         x.bound_volume(ws, name)
+    for name in names:
         ws.create(b.pod(name, (name,), node_selector={"pvchaos.dev/pool": pool}))
     x.pod_unschedulable(ws, names[0])
     t0 = time.monotonic()
     join_node(ws, pool, zone, {"pvchaos.dev/pool": pool})
     wait_for_state(ws.kube, "CSINode", lambda st: True if _limit_of(ws, pool, driver) is not None else None,
                    f"the joined node {pool} registered with {driver}", timeout=60)
-    measure.since("node joined to driver registered in its CSINode, seconds", t0)
+    registered = measure.since("node joined to driver registered in its CSINode, seconds", t0, digits=2)
     limit = _limit_of(ws, pool, driver) or 0
     x.expect(limit == expected, f"the joined node's CSINode count {limit} is the driver's {expected}")
     wait_for_state(ws.kube, "Pod", lambda st: True if any(o.node_name(p) == pool for p in st.values()) else None,
                    f"a waiting pod placed on the joined node {pool}", ws.namespace, timeout=60)
-    holds_for(ws.kube, "Pod",
-              lambda st: (f"kubernetes #95911: {n} pods with volumes of {driver} placed on the joined node {pool} "
-                          f"(allocatable {limit})"
-                          if (n := sum(1 for p in st.values() if o.node_name(p) == pool)) > limit else None),
-              8, f"at most {limit} pod(s) on the joined node {pool}", ws.namespace)
-    measure.note("kubernetes #95911 verdict", f"{ws.cluster.k8s_version}: the joined node took at most its "
-                 f"allocatable {limit}")
+    counts: list[int] = []  # the scheduler's other attempts, if any, land within the next 3 s
+    holds_for(ws.kube, "Pod", lambda st: counts.append(sum(1 for p in st.values() if o.node_name(p) == pool)),
+              3, f"pods on the joined node {pool}", ws.namespace)
+    on_node = range(max(counts, default=0))
+    version = f"{ws.cluster.k8s_version} ({ws.cluster.backend})"
+    verdict = (f"{version}: {len(on_node)} of {len(names)} waiting pods placed on the joined node "
+               f"(allocatable {limit}, registered {registered:.2f} s after the Node appeared)")
+    measure.note("kubernetes #95911 verdict", verdict)
+    ws.create(b.pod("extra", ("extra",), node_selector={"pvchaos.dev/pool": pool}))
+    x.pod_unschedulable(ws, "extra", "MAX_VOLUME_COUNT")
+    if len(on_node) > limit:
+        pytest.xfail(f"kubernetes #95911 reproduced: {verdict}")

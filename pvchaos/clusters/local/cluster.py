@@ -272,7 +272,25 @@ class LocalCluster:
         self.await_healthy("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
         if csi_started is not None:
             csi.await_stack(csi.paths_for(d), csi_started)
+            self._await_registrar()
         self._await_nodes_ready()
+
+    def _await_registrar(self) -> None:
+        """Until the CSI registrar watches nodes: a node that joins right after the start
+        must not wait for the interpreter to load (seconds on a busy machine), or its
+        CSINode comes late and the scheduler fills it without a limit."""
+        log = self.directory / "logs" / f"{csi_registrar.COMPONENT}.log"
+
+        def watching() -> bool | None:
+            try:
+                return True if csi_registrar.READY_LINE in log.read_text(errors="replace") else None
+            except OSError:
+                return None
+        try:
+            poll_until(watching, START_TIMEOUT, csi_registrar.COMPONENT, interval=0.05,
+                       abort=lambda: self._abort_reason(csi_registrar.COMPONENT))
+        except PollTimeout as exc:
+            raise ClusterError(f"{exc} (log: {log})") from None
 
     def _keep_logs(self) -> Path | None:
         """Copy the logs of a failed start where the error message can point (the cluster
