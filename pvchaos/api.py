@@ -12,6 +12,7 @@ disappears or is left undocumented. Anything else is internal and may change.
 from __future__ import annotations
 
 from pvchaos.chaos import components as chaos_components
+from pvchaos.chaos import csi_calls as chaos_csi_calls
 from pvchaos.chaos import csi_capacity as chaos_csi_capacity
 from pvchaos.chaos import labels as chaos_labels
 from pvchaos.chaos import nodes as chaos_nodes
@@ -48,6 +49,7 @@ PUBLIC_MODULES = (
     "pvchaos.chaos.pv_affinity",
     "pvchaos.chaos.components",
     "pvchaos.chaos.csi_capacity",
+    "pvchaos.chaos.csi_calls",
     "pvchaos.conformance.messages",
     "pvchaos.conformance.affinity",
     "pvchaos.conformance.claims",
@@ -59,7 +61,8 @@ __all__ = [
     "PUBLIC_MODULES",
     "ApiError", "Capability", "CapabilityMissing", "Cleanup", "ClusterError", "ClusterHandle",
     "ConditionNotReached", "Driver", "ExpectationFailed", "Obj", "WaitTimeout", "Workspace",
-    "affinity", "b", "chaos_components", "chaos_csi_capacity", "chaos_labels", "chaos_nodes", "chaos_pv_affinity", "claims",
+    "affinity", "b", "chaos_components", "chaos_csi_calls", "chaos_csi_capacity", "chaos_labels", "chaos_nodes",
+    "chaos_pv_affinity", "claims",
     "holds_for", "kinds", "measure", "messages", "o", "pod_running", "wait_for", "wait_for_event",
     "wait_for_state", "wait_gone", "wait_node_ready", "wait_node_unreachable", "wait_taint_gone", "x",
 ]

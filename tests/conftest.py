@@ -9,7 +9,8 @@ runs in seconds and CI can run the expensive tiers apart:
 - `selfcheck`: the suites themselves, on healthy and deliberately broken clusters;
 - `kind`: a Docker engine (started here when none answers) and real kind clusters;
 - `matrix`: every suite test under the breakage that must make it fail
-  (selfcheck/breakage_table.py); about 15 minutes, so `selftest` runs it only when asked
+  (selfcheck/breakage_table.py), and the volume-limit invariant against a scheduler
+  without NodeVolumeLimits; about 15 minutes, so `selftest` runs it only when asked
   (`--tier matrix`), not with the other tiers;
 - `versions`: the other served minors built, their source checked against the message
   table, and the suites run on all four (`--tier versions`, on request: about 45 minutes
@@ -35,6 +36,7 @@ TIERS: tuple[tuple[str, str], ...] = (
     ("backends/", "cluster"),
     ("cluster/", "cluster"),
     ("selfcheck/test_breakage_matrix", "matrix"),
+    ("selfcheck/test_invariant_detection", "matrix"),
     ("selfcheck/", "selfcheck"),
     ("kind/", "kind"),
     ("versions/", "versions"),

@@ -51,6 +51,11 @@ class Capability(StrEnum):
     # nodes are containers: a node can crash (its machine stops) or be cut off the network
     # (kind: chaos.nodes.crash_node, partition_node)
     CONTAINER_FAULTS = "container-faults"
+    # the CSI fault proxy sits between the controller sidecars and the driver's controller
+    # socket (pvchaos-csi proxy; chaos.csi_calls.csi_call_fault with where=None)
+    CSI_PROXY = "csi-proxy"
+    # a node can join the running cluster and leave it (local: chaos.node_join)
+    NODE_JOIN = "node-join"
 
 
     @classmethod
@@ -98,6 +103,15 @@ class ContainerFaults(NodeFaults, Protocol):
 
     def crash_node(self, node: str) -> None: ...
     def partition_node(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class NodeJoins(Protocol):
+    """A backend where a node can join the running cluster (local: a KWOK node created
+    through the API, which the CSI registrar then gives the driver) and leave it again."""
+
+    def join_node(self, name: str, zone: str, labels: dict[str, str]) -> None: ...
+    def remove_node(self, name: str) -> None: ...
 
 
 @runtime_checkable

@@ -7,6 +7,11 @@ backends: the local one (KWOK nodes) runs the whole stack here and writes what a
 and its registrar would (`csi_node_object`, `node_annotations`); kind runs the node plugin
 in its nodes and only this host-side stack against its own kubeconfig.
 
+The sidecars dial the fault proxy (`pvchaos-csi proxy`, docs/csi-fault-proxy.md), which
+forwards to the controller's own socket: always on, since it adds about a tenth of a
+millisecond per call (bench/csi_proxy.py), and a test then injects faults into any call
+by writing the rules file (pvchaos.chaos.csi_calls) with nothing restarted.
+
 Processes start through a `Starter` the backend gives (the local backend's records every
 pid in the cluster's registry, so `cluster down`, the leftover sweep and Ctrl-C stop them);
 `ProcessBook` is a ready one for a backend without a registry (kind), keeping the records
@@ -42,6 +47,7 @@ NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 CONTROLLER, PROVISIONER, ATTACHER = "csi-controller", "csi-provisioner", "csi-attacher"
 COMPONENTS = (CONTROLLER, PROVISIONER, ATTACHER)
+PROXY = "csi-proxy"  # between the sidecars and the controller; not a component a test restarts
 CAPACITY_NAMESPACE = "kube-system"  # where CSIStorageCapacity objects go (the sidecar's NAMESPACE)
 START_TIMEOUT = 60.0
 # Retries after a failed CreateVolume/attach: upstream starts at 1 s and doubles up to
@@ -73,6 +79,9 @@ class CsiOptions:
     # pvchaos-csi --fault-misplace: zonal volumes in an allowed zone other than the selected
     # node's (a driver bug on purpose; only the self-checks turn it on)
     fault_misplace: bool = False
+    # the fault proxy reads its rules file; off, it forwards every call whatever the rules
+    # say (a proxy that injects nothing; only the self-checks turn it off)
+    proxy_rules: bool = True
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 1:
@@ -91,7 +100,23 @@ class CsiPaths:
 
     @property
     def socket(self) -> Path:
+        """What the sidecars dial: the fault proxy's socket."""
         return self.root / "c.sock"  # short: a unix socket path has room for 107 bytes
+
+    @property
+    def driver_socket(self) -> Path:
+        """Where the controller service itself serves, behind the proxy."""
+        return self.root / "d.sock"
+
+    @property
+    def proxy_rules(self) -> Path:
+        """The proxy's rules file (pvchaos.chaos.csi_calls writes it)."""
+        return self.root / "proxy-rules.json"
+
+    @property
+    def proxy_log(self) -> Path:
+        """One JSON line per call through the proxy."""
+        return self.root / "proxy-calls.jsonl"
 
     @property
     def state_file(self) -> Path:
@@ -129,9 +154,16 @@ def paths_for(cluster_dir: Path) -> CsiPaths:
 def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None,
                     options: CsiOptions | None = None) -> list[str]:
     fault = ["--fault-misplace"] if options is not None and options.fault_misplace else []
-    return [str(driver), "controller", f"--endpoint=unix://{paths.socket}", f"--driver-name={DRIVER_NAME}",
+    return [str(driver), "controller", f"--endpoint=unix://{paths.driver_socket}", f"--driver-name={DRIVER_NAME}",
             f"--state-file={paths.state_file}", f"--calls-log={paths.calls_log}",
             f"--data-root={data_root or paths.data_root}", f"--control-dir={paths.control_dir}", *fault]
+
+
+def proxy_args(driver: Path, paths: CsiPaths, options: CsiOptions | None = None) -> list[str]:
+    """The fault proxy between the sidecars (paths.socket) and the controller."""
+    rules = [f"--rules={paths.proxy_rules}"] if options is None or options.proxy_rules else []
+    return [str(driver), "proxy", f"--listen=unix://{paths.socket}", f"--target=unix://{paths.driver_socket}",
+            *rules, f"--log={paths.proxy_log}"]
 
 
 def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: CsiOptions) -> list[str]:
@@ -246,7 +278,7 @@ class CsiBinaries:
 
 def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, options: CsiOptions, start: Starter,
                 data_root: Path | None = None) -> dict[str, subprocess.Popen[bytes]]:
-    """Start the controller service and both sidecars without waiting (a sidecar waits
+    """Start the controller service, the fault proxy and both sidecars without waiting (a sidecar waits
     for the driver's socket itself); `await_stack` then waits for all three.
 
     `start(component, argv, env)` must record the process where the backend's teardown
@@ -256,6 +288,7 @@ def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, option
         d.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, NAMESPACE=CAPACITY_NAMESPACE) if options.capacity_tracking else None
     return {CONTROLLER: start(CONTROLLER, controller_args(binaries.driver, paths, data_root, options), None),
+            PROXY: start(PROXY, proxy_args(binaries.driver, paths, options), None),
             PROVISIONER: start(PROVISIONER, provisioner_args(binaries.provisioner, paths, kubeconfig, options), env),
             ATTACHER: start(ATTACHER, attacher_args(binaries.attacher, paths, kubeconfig), None)}
 
@@ -264,7 +297,8 @@ def await_stack(paths: CsiPaths, procs: dict[str, subprocess.Popen[bytes]], time
     """Until the driver's socket answers and each sidecar's log says it started; a
     component that exits or never starts raises one ClusterError line naming it and its
     log (the caller stops the rest)."""
-    _await(CONTROLLER, procs[CONTROLLER], paths.log(CONTROLLER), lambda: _socket_answers(paths.socket), timeout)
+    _await(CONTROLLER, procs[CONTROLLER], paths.log(CONTROLLER), lambda: _socket_answers(paths.driver_socket), timeout)
+    _await(PROXY, procs[PROXY], paths.log(PROXY), lambda: _socket_answers(paths.socket), timeout)
     for component in (PROVISIONER, ATTACHER):
         log = paths.log(component)
         _await(component, procs[component], log, lambda log=log, c=component: _log_says(log, READY_LOG[c]),  # type: ignore[misc]

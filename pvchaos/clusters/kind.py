@@ -808,7 +808,7 @@ class KindBackend:
         else:
             caps.add(Capability.PROVISIONING_FAILURES)
             if self.runs_csi:
-                caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER}
+                caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY}
         if dict(self.config().get("featureGates", {})).get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
         return frozenset(caps)

@@ -21,6 +21,11 @@ Why this shape:
 - Registration is the real kubelet's: the plugin serves the registration socket in
   `/var/lib/kubelet/plugins_registry`, the kubelet calls NodeGetInfo and writes the
   CSINode (topology keys, allocatable count) and the node's CSI annotation itself.
+- The kubelet dials the CSI fault proxy (`pvchaos-csi proxy`, a second unit), not the
+  plugin: the registrar tells it `csi.sock`, the proxy's, which forwards to the plugin's
+  `driver.sock`. A test then fails the node's NodeStage/NodePublish calls by writing the
+  node's rules file (pvchaos.chaos.csi_calls, `where=<node>`); stopping the plugin leaves
+  the proxy up, which answers Unavailable, as a dead plugin's socket would.
 """
 
 from __future__ import annotations
@@ -46,7 +51,12 @@ NODE_BINARY = "/usr/local/bin/pvchaos-csi"
 NODE_CALLS_LOG = "/var/log/pvchaos-csi/calls.jsonl"
 UNIT = "pvchaos-csi.service"
 UNIT_PATH = f"/etc/systemd/system/{UNIT}"
+PROXY_UNIT = "pvchaos-csi-proxy.service"
 PLUGIN_DIR = f"/var/lib/kubelet/plugins/{csi.DRIVER_NAME}"
+PLUGIN_SOCKET = f"{PLUGIN_DIR}/driver.sock"  # the node plugin's own
+KUBELET_SOCKET = f"{PLUGIN_DIR}/csi.sock"  # the proxy's, which the kubelet dials
+NODE_PROXY_RULES = f"{NODE_DATA_ROOT}/proxy-rules.json"
+NODE_PROXY_LOG = "/var/log/pvchaos-csi/proxy-calls.jsonl"
 REGISTRATION_DIR = "/var/lib/kubelet/plugins_registry"
 # What the rendered kind-config/multizone.yaml shows instead of this machine's state directory.
 ZONES_PLACEHOLDER = "<state dir>/kind-<cluster>/csi/zones"
@@ -77,7 +87,8 @@ def zone_mounts(zones: str | Path, zone: str) -> list[dict[str, Any]]:
 
 def node_plugin_args(spec: NodeSpec, options: csi.CsiOptions) -> list[str]:
     """The node plugin's command line on one worker (the driver's fixed CLI)."""
-    return [NODE_BINARY, "node", f"--endpoint=unix://{PLUGIN_DIR}/csi.sock", f"--driver-name={csi.DRIVER_NAME}",
+    return [NODE_BINARY, "node", f"--endpoint=unix://{PLUGIN_SOCKET}", f"--kubelet-endpoint=unix://{KUBELET_SOCKET}",
+            f"--driver-name={csi.DRIVER_NAME}",
             f"--node-id={spec.name}", f"--zone={spec.zone}",
             f"--hostname={spec.labels.get(HOSTNAME_KEY, spec.name)}",
             f"--max-volumes-per-node={options.max_volumes_per_node}", f"--data-root={NODE_DATA_ROOT}",
@@ -96,6 +107,21 @@ def node_unit(spec: NodeSpec, options: csi.CsiOptions) -> str:
         "[Service]\n"
         f"ExecStartPre=/bin/mkdir -p {dirs}\n"
         f"ExecStart={shlex.join(node_plugin_args(spec, options))}\n"
+        "Restart=always\nRestartSec=1\n\n"
+        "[Install]\nWantedBy=multi-user.target\n")
+
+
+def proxy_unit() -> str:
+    """The node's CSI fault proxy: the kubelet's side of the node plugin."""
+    argv = [NODE_BINARY, "proxy", f"--listen=unix://{KUBELET_SOCKET}", f"--target=unix://{PLUGIN_SOCKET}",
+            f"--rules={NODE_PROXY_RULES}", f"--log={NODE_PROXY_LOG}"]
+    return (
+        "[Unit]\n"
+        f"Description=pvchaos-csi fault proxy in front of the node plugin ({csi.DRIVER_NAME})\n"
+        f"Before={UNIT}\n\n"
+        "[Service]\n"
+        f"ExecStartPre=/bin/mkdir -p {PLUGIN_DIR} {Path(NODE_PROXY_LOG).parent}\n"
+        f"ExecStart={shlex.join(argv)}\n"
         "Restart=always\nRestartSec=1\n\n"
         "[Install]\nWantedBy=multi-user.target\n")
 
@@ -136,12 +162,14 @@ def install_node_plugin(engine: Engine, container: str, spec: NodeSpec, binary: 
     """Copy the static driver and its unit into one worker and start it (enabled, so a
     `docker start` of the node starts it again)."""
     with tempfile.TemporaryDirectory(prefix="pvchaos-csi-unit-") as tmp:
-        unit = Path(tmp) / UNIT
+        unit, proxy = Path(tmp) / UNIT, Path(tmp) / PROXY_UNIT
         unit.write_text(node_unit(spec, options))
+        proxy.write_text(proxy_unit())
         _run(engine, container, "cp", str(binary), f"{container}:{NODE_BINARY}")
         _run(engine, container, "cp", str(unit), f"{container}:{UNIT_PATH}")
+        _run(engine, container, "cp", str(proxy), f"{container}:/etc/systemd/system/{PROXY_UNIT}")
     _run(engine, container, "exec", container, "sh", "-c",
-         f"chmod 0755 {NODE_BINARY} && systemctl daemon-reload && systemctl enable --now {UNIT}")
+         f"chmod 0755 {NODE_BINARY} && systemctl daemon-reload && systemctl enable --now {PROXY_UNIT} {UNIT}")
 
 
 def install_node_plugins(engine: Engine, containers: Mapping[str, str], topology: Topology, binary: Path,

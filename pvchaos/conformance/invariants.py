@@ -3,7 +3,9 @@
 Checked after every suite test over a snapshot of the cluster:
 1. every scheduled pod sits on a node satisfying the nodeAffinity of every PV it uses;
 2. every Bound PVC and its PV point at each other;
-3. no PV is claimed by two PVCs.
+3. no PV is claimed by two PVCs;
+4. no node has more of a CSI driver's volumes attached than the driver's CSINode
+   allocatable count (volume_limits.py).
 A test that knowingly produced a violation (the tightening race) names the pods to exempt.
 """
 
@@ -14,19 +16,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pvchaos.conformance.affinity import node_matches_pv_affinity
+from pvchaos.conformance.volume_limits import over_limit
 
 KubeObject = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What the checker reads: pods, claims, volumes and nodes as Kubernetes JSON."""
+    """What the checker reads: pods, claims, volumes, nodes, VolumeAttachments and CSINodes
+    as Kubernetes JSON."""
 
     pods: Sequence[KubeObject] = field(default_factory=list)
     claims: Sequence[KubeObject] = field(default_factory=list)
     volumes: Sequence[KubeObject] = field(default_factory=list)
     nodes: Sequence[KubeObject] = field(default_factory=list)
     terminating_namespaces: frozenset[str] = frozenset()
+    attachments: Sequence[KubeObject] = field(default_factory=list)
+    csi_nodes: Sequence[KubeObject] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -108,4 +114,10 @@ def check(snapshot: Snapshot, exempt_pods: Iterable[str] = ()) -> list[Violation
         if len(keys) > 1:
             out.append(Violation("claimed-twice", f"PV {pv_name} is claimed by {len(keys)} PVCs: {sorted(keys)}",
                                  (f"PersistentVolume/{pv_name}", *(f"PersistentVolumeClaim/{k}" for k in keys))))
+
+    for node_name, driver, count, limit, handles in over_limit(snapshot.attachments, snapshot.volumes,
+                                                                snapshot.nodes, snapshot.csi_nodes):
+        out.append(Violation("volume-limit", f"node {node_name} has {count} volumes of driver {driver} attached, "
+                             f"more than its CSINode allocatable count {limit}: {handles}",
+                             (f"Node/{node_name}", f"CSINode/{node_name}")))
     return out

@@ -77,6 +77,7 @@ _DURATION = re.compile(r"^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+
 
 HARNESS_PROVISIONER = "harness-provisioner"  # a requirement no driver profile meets
 HARNESS_DRIVER_ONLY = "pvchaos-csi-only"  # likewise: only pvchaos-csi has control files
+HARNESS_STACK = "harness-csi-stack"  # nor this: the fault proxy fronts the harness's own driver only
 
 # Harness capability -> what the profile must declare ("dynamic": a StorageClass source;
 # "TopologyKeys": a non-empty list, as upstream's topology suite skips without one).
@@ -92,6 +93,9 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     # Only pvchaos-csi has control files (capacity knobs, volume moves, calls log): a
     # vendor's driver never has this, and a test that needs it says so when it skips.
     Capability.HARNESS_DRIVER: (HARNESS_DRIVER_ONLY,),
+    # The backends put the CSI fault proxy in front of their own driver; a profile's
+    # driver runs without it (a vendor package under certify: docs/csi-fault-proxy.md).
+    Capability.CSI_PROXY: (HARNESS_STACK,),
 }
 DRIVER_GATED = frozenset(REQUIREMENTS)
 
@@ -360,7 +364,7 @@ def _missing(profile: DriverProfile, capability: str) -> str | None:
             return need
         if need == "TopologyKeys" and not profile.topology_keys:
             return need
-        if need in (HARNESS_PROVISIONER, HARNESS_DRIVER_ONLY):
+        if need in (HARNESS_PROVISIONER, HARNESS_DRIVER_ONLY, HARNESS_STACK):
             return need
         if need not in ("dynamic", "TopologyKeys") and not profile.has(need):
             return need
@@ -397,6 +401,8 @@ def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str,
         return word, "only the harness's own provisioners fail on pvchaos.dev/fail-* class parameters"
     if need == HARNESS_DRIVER_ONLY:
         return word, "pvchaos-csi only: the test reads or writes that driver's control files"
+    if need == HARNESS_STACK:
+        return word, "the backends put the CSI fault proxy in front of the harness's own driver only"
     if need in profile.capabilities:
         return word, f"profile capability {need}={str(profile.capabilities[need]).lower()}"
     return word, f"profile capability {need} unset, read as false"

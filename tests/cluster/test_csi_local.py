@@ -174,3 +174,20 @@ def test_capacity_tracking_publishes_the_drivers_capacity_per_segment(
         assert found == {"zone-a": "10Gi", "zone-b": "1Ti"}, found  # zones missing from the file: unlimited
     finally:
         local.down()
+
+
+def test_a_node_that_joins_gets_the_driver_in_its_csinode(running: tuple[LocalCluster, Kube]) -> None:
+    """Issue 36: the registrar writes what a node plugin DaemonSet's kubelet would, for a
+    node created through the API after the start (about a second)."""
+    local, kube = running
+    local.join_node("joined-1", "zone-a", {"pvchaos.dev/joined": "true"})
+    try:
+        csinode = wait_for_state(kube, "CSINode", lambda st: st.get("joined-1"), "CSINode joined-1 with the driver",
+                                 timeout=30)
+        (driver,) = csinode["spec"]["drivers"]
+        assert (driver["name"], driver["nodeID"], driver["allocatable"]["count"]) == (
+            csi.DRIVER_NAME, "joined-1", local.cfg.csi.max_volumes_per_node)
+        node = kinds.get(kube, "Node", "joined-1") or {}
+        assert json.loads(node["metadata"]["annotations"][csi.NODE_ID_ANNOTATION]) == {csi.DRIVER_NAME: "joined-1"}
+    finally:
+        local.remove_node("joined-1")

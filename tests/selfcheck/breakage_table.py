@@ -23,7 +23,7 @@ CHAOS_BREAKAGE = ("tests.selfcheck.chaos_breakage", "PVCHAOS_CHAOS_BREAK")
 PLUGIN_OF: dict[str, tuple[str, str]] = {
     **{b: BROKEN_CLUSTER for b in ("volumebinding", "pv-binder", "provisioner", "nodeaffinity",
                                    "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach",
-                                   "no-capacity-tracking", "csi-no-topology", "nodevolumelimits", "pod-gc",
+                                   "no-capacity-tracking", "csi-no-topology", "nodevolumelimits", "csi-proxy-inert", "pod-gc",
                                    "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule", "wrong-zone")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
@@ -51,6 +51,8 @@ NF, PM, RK, RC = "test_node_failure", "test_pv_affinity_mutation", "test_real_ku
 SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
 VP, AD, CA, CT = "test_volume_plugins", "test_attach_detach", "test_capacity", "test_csi_topology"
 RS = "test_rescheduling"
+CF = "test_csi_faults"
+_INERT = "the CSI fault proxy ignoring its rules: the injected fault never happens, and the test sees that"
 
 _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
                  "rox-claim-binds-multi-mode-pv", "rox-pv-refuses-rwo-claim", "block-pv-refuses-filesystem-claim",
@@ -64,6 +66,18 @@ _VALIDATION_WHY = ("the API gives the same answer with the gate on and off (vali
                    "in every version); only a validation regression would break it, and no switch makes one")
 
 TABLE: dict[str, Entry] = {
+    f"{CF}::test_controller_publish_error_then_attached_after_restore": _e("csi-proxy-inert", _INERT),
+    f"{CF}::test_slow_attach_delays_the_pod_by_the_delay": _e("csi-proxy-inert", _INERT),
+    f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodeStageVolume]": _none(_KIND_ONLY),
+    f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodePublishVolume]": _none(_KIND_ONLY),
+    f"{CF}::test_create_volume_exhausted_on_one_node_moves_the_pod": _e("csi-proxy-inert", _INERT),
+    f"{CF}::test_delete_volume_failing_keeps_the_pv_until_restore": _e("csi-proxy-inert", _INERT),
+    f"{CF}::test_deregistered_driver_does_not_let_the_node_take_more_volumes": _e(
+        "nodevolumelimits", "NodeVolumeLimits is what keeps the node's count once the driver is registered again "
+        "(the pod must stay Unschedulable with MAX_VOLUME_COUNT)"),
+    f"{CF}::test_node_that_joins_is_not_filled_past_its_limit": _e(
+        "nodevolumelimits", "NodeVolumeLimits reads the joined node's CSINode count; without it every waiting pod "
+        "lands there, and the volume-limit invariant reports the node too"),
     f"{BM}::test_immediate_binding_strands_pod_in_other_zone": _e(
         "volumebinding", "the VolumeBinding plugin is what rejects a node outside the bound PV's affinity"),
     f"{BM}::test_wait_for_first_consumer_provisions_in_pod_zone": _e(

@@ -34,6 +34,8 @@ Breakages (what a real cluster gets wrong, made on purpose):
 - `wrong-zone`: the CSI driver's controller runs with `--fault-misplace`: each zonal volume
   goes to an allowed zone other than the selected node's (a driver that ignores the
   preferred topology), so the scheduler then follows the misplaced volume;
+- `csi-proxy-inert`: the CSI fault proxy forwards every call and never reads its rules, so a
+  fault a test injects into a CSI call never happens;
 - `nodevolumelimits`: kube-scheduler without NodeVolumeLimits: CSINode allocatable counts
   are ignored;
 - `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
@@ -99,6 +101,7 @@ BREAKAGES: dict[str, str] = {
     "csi-no-topology": "external-provisioner with --feature-gates=Topology=false",
     "wrong-zone": "CSI driver with --fault-misplace: zonal volumes outside the selected node's zone",
     "nodevolumelimits": "kube-scheduler without the NodeVolumeLimits plugin",
+    "csi-proxy-inert": "CSI fault proxy that forwards every call and never reads its rules",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
     "slow-node-monitor": "kube-controller-manager with --node-monitor-grace-period=40s appended (8s declared)",
     "gate-on": f"{GATE} on where a test asked for it off",
@@ -134,6 +137,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, csi=replace(cfg.csi, topology=False))
     if what == "wrong-zone":
         return replace(cfg, csi=replace(cfg.csi, fault_misplace=True))
+    if what == "csi-proxy-inert":
+        return replace(cfg, csi=replace(cfg.csi, proxy_rules=False))
     if what == "no-capacity-tracking":
         return replace(cfg, csi=replace(cfg.csi, capacity_tracking=False))
     if what == "slow-node-monitor":

@@ -22,10 +22,17 @@ BINS = csi.CsiBinaries(Path("/bin/pvchaos-csi"), Path("/bin/csi-provisioner"), P
 def test_the_controller_runs_the_drivers_fixed_cli_in_the_clusters_directory() -> None:
     paths = csi.paths_for(D)
     assert csi.controller_args(BINS.driver, paths) == [
-        "/bin/pvchaos-csi", "controller", "--endpoint=unix:///state/c1/csi/c.sock",
+        "/bin/pvchaos-csi", "controller", "--endpoint=unix:///state/c1/csi/d.sock",
         "--driver-name=csi.pvchaos.dev", "--state-file=/state/c1/csi/state.json",
         "--calls-log=/state/c1/csi/calls.jsonl", "--data-root=/state/c1/csi/data", "--control-dir=/state/c1/csi/control"]
     assert paths.log("csi-attacher") == D / "logs" / "csi-attacher.log", "beside the cluster's other logs"
+
+
+def test_the_sidecars_dial_the_fault_proxy_which_forwards_to_the_controller() -> None:
+    paths = csi.paths_for(D)
+    assert csi.proxy_args(BINS.driver, paths) == [
+        "/bin/pvchaos-csi", "proxy", "--listen=unix:///state/c1/csi/c.sock", "--target=unix:///state/c1/csi/d.sock",
+        "--rules=/state/c1/csi/proxy-rules.json", "--log=/state/c1/csi/proxy-calls.jsonl"]
 
 
 def test_provisioner_flags_follow_the_options_and_upstream_defaults() -> None:
@@ -90,7 +97,7 @@ def _fake(tmp: Path, name: str, script: str) -> Path:
 
 def test_a_sidecar_that_exits_is_one_line_naming_it_and_its_log_and_nothing_stays(tmp_path: Path) -> None:
     serve = ("import socket, sys, time\n"
-             "addr = next(a for a in sys.argv if a.startswith('--endpoint=')).split('unix://')[1]\n"
+             "addr = next(a for a in sys.argv if a.startswith(('--endpoint=', '--listen='))).split('unix://')[1]\n"
              "s = socket.socket(socket.AF_UNIX); s.bind(addr); s.listen(); time.sleep(60)")
     bins = csi.CsiBinaries(_fake(tmp_path, "driver", serve),
                            _fake(tmp_path, "prov", "import sys; print('F0101 no such flag'); sys.exit(3)"),
@@ -104,13 +111,13 @@ def test_a_sidecar_that_exits_is_one_line_naming_it_and_its_log_and_nothing_stay
     assert text.startswith("csi-provisioner exited at start (exit code 3): F0101 no such flag")
     assert text.endswith(f"(log: {paths.log('csi-provisioner')})")
     records = book._load()
-    assert set(records) == {"csi-controller", "csi-provisioner", "csi-attacher"}
+    assert set(records) == {"csi-controller", "csi-proxy", "csi-provisioner", "csi-attacher"}
     assert not any(is_ours(r, str(tmp_path)) for r in records.values()), "nothing is left running"
 
 
 def test_a_stack_that_starts_is_stopped_by_its_book(tmp_path: Path) -> None:
     serve = ("import socket, sys, time\n"
-             "addr = next(a for a in sys.argv if a.startswith('--endpoint=')).split('unix://')[1]\n"
+             "addr = next(a for a in sys.argv if a.startswith(('--endpoint=', '--listen='))).split('unix://')[1]\n"
              "s = socket.socket(socket.AF_UNIX); s.bind(addr); s.listen(); time.sleep(60)")
     bins = csi.CsiBinaries(_fake(tmp_path, "driver", serve),
                            _fake(tmp_path, "prov",
@@ -133,3 +140,17 @@ def test_a_tests_calls_are_those_naming_its_volumes() -> None:
     mine = matching(lines, ["pvc-1", "pvchaos-aa", ""])
     assert [json.loads(ln)["method"] for ln in mine] == ["CreateVolume", "ControllerPublishVolume"]
     assert pretty(mine).count("\n") == 1 and pretty(["not json"]) == "not json"
+
+
+def test_the_registrar_adds_our_driver_once_and_keeps_the_others() -> None:
+    from pvchaos.clusters.local.csi_registrar import argv, registration
+    opts = csi.CsiOptions(max_volumes_per_node=5)
+    fresh = registration(None, "joined-1", opts)
+    assert fresh == csi.csi_node_object("joined-1", opts)
+    other = {"metadata": {"name": "joined-1"}, "spec": {"drivers": [{"name": "other.csi", "nodeID": "x"}]}}
+    both = registration(other, "joined-1", opts)
+    assert both is not None and [d["name"] for d in both["spec"]["drivers"]] == ["other.csi", csi.DRIVER_NAME]
+    assert both["spec"]["drivers"][1]["allocatable"] == {"count": 5}
+    assert registration(both, "joined-1", opts) is None, "already registered: nothing to write"
+    line = argv(D / "kubeconfig", opts)
+    assert line[1:3] == ["-m", "pvchaos.clusters.local.csi_registrar"] and "--max-volumes-per-node=5" in line

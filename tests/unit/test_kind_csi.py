@@ -18,11 +18,20 @@ def test_the_node_plugin_runs_with_the_nodes_identity_and_the_drivers_fixed_cli(
     argv = shlex.split(exec_start.removeprefix("ExecStart="))
     assert argv[:2] == ["/usr/local/bin/pvchaos-csi", "node"]
     assert set(argv[2:]) == {
-        f"--endpoint=unix:///var/lib/kubelet/plugins/{DRIVER_NAME}/csi.sock", f"--driver-name={DRIVER_NAME}",
+        f"--endpoint=unix:///var/lib/kubelet/plugins/{DRIVER_NAME}/driver.sock", f"--driver-name={DRIVER_NAME}",
+        f"--kubelet-endpoint=unix:///var/lib/kubelet/plugins/{DRIVER_NAME}/csi.sock",
         "--node-id=zone-b-2", "--zone=zone-b", "--hostname=zone-b-2", "--max-volumes-per-node=7",
         "--data-root=/var/lib/pvchaos-csi", "--calls-log=/var/log/pvchaos-csi/calls.jsonl",
         "--registration-dir=/var/lib/kubelet/plugins_registry"}
     assert "Restart=always" in unit and "WantedBy=multi-user.target" in unit, "comes back with the node"
+
+
+def test_the_kubelet_dials_the_fault_proxy_which_forwards_to_the_plugin() -> None:
+    unit = kind_csi.proxy_unit()
+    argv = shlex.split(next(ln for ln in unit.splitlines() if ln.startswith("ExecStart=")).removeprefix("ExecStart="))
+    assert argv[:2] == ["/usr/local/bin/pvchaos-csi", "proxy"]
+    assert f"--listen=unix://{kind_csi.KUBELET_SOCKET}" in argv and f"--target=unix://{kind_csi.PLUGIN_SOCKET}" in argv
+    assert f"--rules={kind_csi.NODE_PROXY_RULES}" in argv and "Restart=always" in unit
 
 
 def test_zonal_data_lives_under_the_clusters_directory_and_mounts_per_zone() -> None:

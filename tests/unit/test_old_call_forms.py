@@ -253,6 +253,10 @@ def test_the_new_form_does_not_warn(kube: FakeKube) -> None:
     assert kube.nodes["a1"]["metadata"]["labels"]["disk"] == "ssd" and len(ws.cleanup) == 0
 
 
+# injectors that did not exist in 0.1, so have no old form
+NEW_IN_0_2 = {"pvchaos.chaos.csi_calls.csi_call_fault"}
+
+
 def test_every_injector_that_takes_the_workspace_has_its_0_1_form_tested() -> None:
     """A public fault injector whose first parameter is the workspace: each had a 0.1 form
     (the table above, from the old API reference), and each is called here."""
@@ -263,7 +267,7 @@ def test_every_injector_that_takes_the_workspace_has_its_0_1_form_tested() -> No
             if inspect.isfunction(obj) and not name.startswith("_") and obj.__module__ == module_name:
                 if list(inspect.signature(obj).parameters)[:1] == ["ws"]:
                     taking_ws.add(f"{module_name}.{name}")
-    assert taking_ws == set(DOCUMENTED_0_1)
+    assert taking_ws - NEW_IN_0_2 == set(DOCUMENTED_0_1)
     tested = inspect.getsource(__import__(__name__, fromlist=["_"]))
     for qualified in DOCUMENTED_0_1:
         assert qualified.rsplit(".", 1)[1] in tested

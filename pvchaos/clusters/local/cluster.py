@@ -54,6 +54,7 @@ from pvchaos.clusters.common.processes import (
 )
 from pvchaos.clusters.common.provisioners import LOCAL_PROVISIONER, ZONAL_PROVISIONER
 from pvchaos.clusters.local import config as flags
+from pvchaos.clusters.local import csi_registrar
 from pvchaos.clusters.local.config import CONTROLLER_LABEL, STOPPED, LocalClusterConfig
 from pvchaos.clusters.local.loopback_http import get as get_url
 from pvchaos.clusters.local.readiness import nodes_problem
@@ -64,6 +65,7 @@ from pvchaos.clusters.local.registry import (
     registry_lock,
     state_root,
 )
+from pvchaos.clusters.topology import NodeSpec
 from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
 from pvchaos.kube.client import Kube, connect
@@ -261,6 +263,8 @@ class LocalCluster:
             storage = pool.submit(self._create_storage_objects)
             self._create_nodes()
             storage.result()
+        if csi_bins is not None:  # after the nodes, which get their CSINode here; it covers the later ones
+            self._spawn(csi_registrar.COMPONENT, csi_registrar.argv(d / "kubeconfig", self.cfg.csi))
         self.await_healthy("kube-apiserver", f"{api}/readyz", token)
         self._spawn("kube-controller-manager", [str(bins.kube_controller_manager),
                                                 *flags.controller_manager_args(self.cfg, d, ports["controller-manager"])])
@@ -268,7 +272,25 @@ class LocalCluster:
         self.await_healthy("kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz")
         if csi_started is not None:
             csi.await_stack(csi.paths_for(d), csi_started)
+            self._await_registrar()
         self._await_nodes_ready()
+
+    def _await_registrar(self) -> None:
+        """Until the CSI registrar watches nodes: a node that joins right after the start
+        must not wait for the interpreter to load (seconds on a busy machine), or its
+        CSINode comes late and the scheduler fills it without a limit."""
+        log = self.directory / "logs" / f"{csi_registrar.COMPONENT}.log"
+
+        def watching() -> bool | None:
+            try:
+                return True if csi_registrar.READY_LINE in log.read_text(errors="replace") else None
+            except OSError:
+                return None
+        try:
+            poll_until(watching, START_TIMEOUT, csi_registrar.COMPONENT, interval=0.05,
+                       abort=lambda: self._abort_reason(csi_registrar.COMPONENT))
+        except PollTimeout as exc:
+            raise ClusterError(f"{exc} (log: {log})") from None
 
     def _keep_logs(self) -> Path | None:
         """Copy the logs of a failed start where the error message can point (the cluster
@@ -436,6 +458,27 @@ class LocalCluster:
             },
         )
 
+    # ---- nodes that join (NodeJoins) ---------------------------------------------------
+
+    def join_node(self, name: str, zone: str, labels: dict[str, str]) -> None:
+        """A node joining the running cluster, the way a machine would: only its Node
+        object, a KWOK node of `zone`'s controller shaped like the zone's first node. What
+        a kubelet and node plugin write (CSINode, CSI annotations) comes from the CSI
+        registrar (csi_registrar.py), as late as it comes on a real node."""
+        assert self.kube is not None
+        template = next((n for n in self.cfg.topology.nodes() if n.zone == zone), None)
+        if template is None:
+            raise ClusterError(f"cluster {self.cfg.name}: no zone {zone!r} (zones: {list(self.cfg.topology.zones)})")
+        spec = NodeSpec(name, zone, {**template.labels, o.HOSTNAME_KEY: name, **labels}, dict(template.allocatable))
+        index = len(self.cfg.topology.nodes()) + len(kinds.list_objects(self.kube, "Node")[0])
+        kinds.create(self.kube, flags.node_object(spec, min(index, flags.MAX_NODES - 1), zone))
+
+    def remove_node(self, name: str) -> None:
+        """The joined node's Node and CSINode deleted (its pods go with the Node)."""
+        assert self.kube is not None
+        for kind in ("Node", "CSINode"):
+            kinds.delete(self.kube, kind, name)  # already gone is fine
+
     # ---- faults (NodeFaults) ---------------------------------------------------------
 
     def _record(self, component: str) -> ProcessRecord:
@@ -559,7 +602,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     if cfg.provisioner:
         caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL, Capability.PROVISIONING_FAILURES}
     if cfg.runs_csi:
-        caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER}
+        caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.NODE_JOIN}
     if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
         caps.add(Capability.MUTABLE_PV_AFFINITY)
     return frozenset(caps)

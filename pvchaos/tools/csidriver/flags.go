@@ -25,6 +25,7 @@ type options struct {
 	hostname        string
 	maxVolumes      int64
 	registrationDir string
+	kubeletEndpoint string // what the registrar tells the kubelet to dial (default: endpoint)
 	faultMisplace   bool
 	faultNoTopology bool
 }
@@ -56,6 +57,8 @@ func parseFlags(mode string, args []string) (options, error) {
 	}
 	if mode == "node" {
 		fs.StringVar(&o.registrationDir, "registration-dir", "", "kubelet plugins_registry dir: serve <dir>/<driver>-reg.sock")
+		fs.StringVar(&o.kubeletEndpoint, "kubelet-endpoint", "",
+			"unix:///path.sock the kubelet is told to dial (a fault proxy in front of --endpoint; default: --endpoint)")
 	}
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -2,7 +2,8 @@
 // capacity per zone, attachments recorded in a state file, bind mounts on nodes, a
 // failure knob in class parameters, and a calls log the harness attaches to reports.
 // Subcommands: controller, node, all (both services on one endpoint), version, and info (a
-// client: asks a plugin's socket GetPluginInfo and prints one JSON line; info.go).
+// client: asks a plugin's socket GetPluginInfo and prints one JSON line; info.go), and proxy
+// (a fault proxy in front of any CSI driver's socket; proxy/, proxy_cmd.go).
 package main
 
 import (
@@ -35,6 +36,10 @@ func main() {
 		os.Exit(run(opts))
 	case "info":
 		os.Exit(infoMain(os.Args[2:]))
+	case "proxy":
+		os.Exit(proxyMain(os.Args[2:]))
+	case "latency":
+		os.Exit(latencyMain(os.Args[2:]))
 	case "help", "-h", "--help":
 		fmt.Println(usage)
 	default:
@@ -45,7 +50,10 @@ func main() {
 
 const usage = `usage:
   pvchaos-csi controller --endpoint unix:///path/controller.sock --driver-name NAME --state-file FILE --calls-log FILE [--data-root DIR] [--control-dir DIR]
-  pvchaos-csi node --endpoint unix:///path/csi.sock --driver-name NAME --node-id NODE --zone ZONE --hostname HOST --max-volumes-per-node N --data-root DIR --calls-log FILE [--registration-dir DIR]
+  pvchaos-csi node --endpoint unix:///path/csi.sock --driver-name NAME --node-id NODE --zone ZONE --hostname HOST --max-volumes-per-node N --data-root DIR --calls-log FILE [--registration-dir DIR] [--kubelet-endpoint unix:///path/proxy.sock]
   pvchaos-csi all  (the union of both flag sets; controller and node services on one endpoint)
   pvchaos-csi info --endpoint unix:///path/csi.sock [--timeout 10s]   (GetPluginInfo, GetPluginCapabilities, NodeGetInfo as one JSON line)
+  pvchaos-csi proxy --listen unix:///path/proxy.sock --target unix:///path/driver.sock [--rules FILE] [--log FILE]
+      (forwards every call unchanged unless a rule in FILE, re-read when it changes, matches; docs/csi-fault-proxy.md)
+  pvchaos-csi latency --endpoint unix:///path/csi.sock [--calls 2000]   (GetPluginInfo latency, median and p99: bench/csi_proxy.py)
   pvchaos-csi version`

@@ -79,9 +79,15 @@ func run(o options) int {
 
 	regFailed := make(chan string, 1)
 	if o.registrationDir != "" {
+		kubeletPath := sockPath
+		if o.kubeletEndpoint != "" {
+			if kubeletPath, err = driver.SocketPath(o.kubeletEndpoint); err != nil {
+				return fail("%v", err)
+			}
+		}
 		regServer := grpc.NewServer(grpc.UnaryInterceptor(log.Interceptor()))
 		registerapi.RegisterRegistrationServer(regServer, &driver.Registrar{
-			DriverName: o.driverName, Endpoint: sockPath, Log: log, Failed: regFailed,
+			DriverName: o.driverName, Endpoint: kubeletPath, Log: log, Failed: regFailed,
 		})
 		regPath := filepath.Join(o.registrationDir, o.driverName+"-reg.sock")
 		if err := serve(regServer, regPath); err != nil {

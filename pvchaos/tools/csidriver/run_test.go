@@ -94,4 +94,13 @@ func TestFlagsUnionAndRequired(t *testing.T) {
 	if err != nil || o.hostname != "n1" || !filepath.IsAbs(o.stateFile) {
 		t.Errorf("all: %+v %v", o, err)
 	}
+	o, err = parseFlags("node", []string{"--endpoint", "unix:///p/driver.sock", "--node-id", "n1",
+		"--kubelet-endpoint", "unix:///p/csi.sock"})
+	if err != nil || o.kubeletEndpoint != "unix:///p/csi.sock" {
+		t.Errorf("node --kubelet-endpoint (a fault proxy in front): %+v %v", o, err)
+	}
+	if _, err := parseFlags("all", []string{"--endpoint", "unix:///x.sock", "--state-file", "s", "--node-id", "n1",
+		"--kubelet-endpoint", "unix:///y.sock"}); err == nil {
+		t.Error("all registers with no kubelet: --kubelet-endpoint is the node mode's only")
+	}
 }

@@ -233,3 +233,7 @@ func responseSummary(resp any) map[string]any {
 	}
 	return m
 }
+
+// RequestSummary is requestSummary for the fault proxy, which decodes requests it only
+// forwards and logs them the way the driver does.
+func RequestSummary(req any) map[string]any { return requestSummary(req) }
