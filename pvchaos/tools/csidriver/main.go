@@ -1,8 +1,9 @@
 // Command pvchaos-csi is pvchaos's own small CSI driver: zonal and node-local volumes with
 // capacity per zone, attachments recorded in a state file, bind mounts on nodes, a
 // failure knob in class parameters, and a calls log the harness attaches to reports.
-// Subcommands: controller, node, all (both services on one endpoint), version, and info (a
-// client: asks a plugin's socket GetPluginInfo and prints one JSON line; info.go).
+// Subcommands: controller, node, all (both services on one endpoint), version, info (a
+// client: asks a plugin's socket GetPluginInfo and prints one JSON line; info.go), and
+// registrar (node-driver-registrar's job as a container of its own; registrar.go).
 package main
 
 import (
@@ -35,6 +36,8 @@ func main() {
 		os.Exit(run(opts))
 	case "info":
 		os.Exit(infoMain(os.Args[2:]))
+	case "registrar":
+		os.Exit(registrarMain(os.Args[2:]))
 	case "help", "-h", "--help":
 		fmt.Println(usage)
 	default:
@@ -45,7 +48,10 @@ func main() {
 
 const usage = `usage:
   pvchaos-csi controller --endpoint unix:///path/controller.sock --driver-name NAME --state-file FILE --calls-log FILE [--data-root DIR] [--control-dir DIR]
+        [--node-topology-key KEY] [--fault-never-attach] [--fault-attach-limit N]
   pvchaos-csi node --endpoint unix:///path/csi.sock --driver-name NAME --node-id NODE --zone ZONE --hostname HOST --max-volumes-per-node N --data-root DIR --calls-log FILE [--registration-dir DIR]
+        [--topology-from-node-labels KEY,...] [--node-topology-key KEY]
   pvchaos-csi all  (the union of both flag sets; controller and node services on one endpoint)
   pvchaos-csi info --endpoint unix:///path/csi.sock [--timeout 10s]   (GetPluginInfo, GetPluginCapabilities, NodeGetInfo as one JSON line)
+  pvchaos-csi registrar --csi-address /csi/csi.sock --kubelet-registration-path /var/lib/kubelet/plugins/NAME/csi.sock [--plugin-registration-path /registration]
   pvchaos-csi version`
