@@ -75,8 +75,11 @@ DEFAULT_KCM_FLAGS: dict[str, str] = {"node-monitor-grace-period": "8s", "node-mo
 # The kubelet renews its Lease every quarter of nodeLeaseDurationSeconds (upstream 40 s,
 # i.e. every 10 s, longer than the 8 s grace). failCgroupV1: false lets 1.35+ kubelets
 # run on cgroup v1 hosts (they refuse by default); it changes nothing on cgroup v2.
+# resolvConf: what pods with dnsPolicy Default (CoreDNS) get, written by the node image's
+# pvchaos-cni: the node's resolv.conf naming the node's address, forwarded to Docker's
+# DNS (127.0.0.11 itself would be the pod's own loopback, a loop for CoreDNS).
 DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpdateFrequency": "2s",
-                                   "failCgroupV1": False}
+                                   "failCgroupV1": False, "resolvConf": "/run/pvchaos/pod-resolv.conf"}
 # kubeadm 1.35+ fails its SystemVerification preflight on cgroup v1 hosts even with
 # failCgroupV1: false ("You must also explicitly skip this validation"); its ImagePull
 # preflight asks a registry for the kube-proxy image, which these clusters do not run
