@@ -172,15 +172,17 @@ spec:
 def test_a_pod_reaches_the_api_server_through_the_kubernetes_service_and_resolves_it(kind_cluster) -> None:
     """What a vendor's pods expect: kube-proxy (the `kubernetes` Service with the default
     in-cluster config: KUBERNETES_SERVICE_HOST/PORT and the service account) and CoreDNS
-    (the Service's name resolves). One pod, not hostNetwork."""
+    (the Service's name resolves). One pod, not hostNetwork. The client is the node's own
+    kubectl (static; client-go's in-cluster config when no kubeconfig is given), since
+    busybox's TLS cannot agree on a cipher with the API server."""
     _, handle = kind_cluster
     name = f"incluster-{secrets.token_hex(3)}"
-    script = ("nslookup kubernetes.default.svc.cluster.local && "
-              "wget -q -O - --header \"Authorization: Bearer $(cat /var/run/secrets/kubernetes.io/serviceaccount/token)\" "
-              "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api")
+    script = "nslookup kubernetes.default.svc.cluster.local && /kubectl get --raw /api"
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "c", "image": "pvchaos.local/busybox:1", "command": ["sh", "-c", script]}]}}
+                    "containers": [{"name": "c", "image": "pvchaos.local/busybox:1", "command": ["sh", "-c", script],
+                                    "volumeMounts": [{"name": "kubectl", "mountPath": "/kubectl", "readOnly": True}]}],
+                    "volumes": [{"name": "kubectl", "hostPath": {"path": "/usr/bin/kubectl", "type": "File"}}]}}
     service_ip = json.loads(kubectl(handle, "get", "svc", "kubernetes", "-o", "json").stdout)["spec"]["clusterIP"]
     try:
         made = subprocess.run([str(ensure_binaries(DEFAULT_K8S_VERSION, only=("kubernetes",)).kubectl), "--kubeconfig",
