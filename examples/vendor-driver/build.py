@@ -2,9 +2,11 @@
 
 There is no registry here, so each image is made the way `docker import` makes one (a
 root filesystem holding one static binary, with its entrypoint) and written with
-`docker save`: pvchaos's own CSI driver `pvchaos-csi`, and upstream's external-provisioner
-and external-attacher, all three built from Go modules by pvchaos (cached). node-driver-
-registrar is not built by this project; the driver registers with the kubelet itself.
+`docker save`: pvchaos's own CSI driver `pvchaos-csi` (also the node plugin's registration
+sidecar: `pvchaos-csi registrar` stands in for upstream's node-driver-registrar, which the
+Go module proxy here does not serve), and upstream's external-provisioner and
+external-attacher, all three built from Go modules by pvchaos (cached). The other example
+packages link this file and images/ (they run the same images with other flags).
 
 Run: .venv/bin/python examples/vendor-driver/build.py   (prints the archives written)
 The Docker engine is pvchaos's (started here when none runs, and then stopped again).

@@ -10,8 +10,11 @@ every backend; the containers keep kind's names (`<cluster>-worker`, ...).
 Networking: each cluster gets a Docker network of its own with a /24 chosen not to
 clash with the host's routes or other networks (kind uses an existing network of the
 given name), so a partitioned node can rejoin with its address. Pods get addresses from
-the node image's `pvchaos-cni` (no kindnetd, no kube-proxy, no CoreDNS: nothing under
-test needs Services or DNS, and their images could not be built offline).
+the node image's `pvchaos-cni` (no kindnetd). Services work as a vendor's pods expect:
+kube-proxy runs on every node as a systemd service of the node image (iptables mode,
+the kubelet's credentials), and kubeadm's own addon/coredns phase deploys CoreDNS (its
+image built offline into the node image), so in-cluster clients reach the API server
+through the `kubernetes` Service and resolve `*.svc.cluster.local`.
 
 Volumes: real CSI (kind_csi.py). Our driver `pvchaos-csi` runs as a node plugin in every
 worker, registered by the real kubelet; its controller service and upstream's
@@ -76,12 +79,15 @@ DEFAULT_KCM_FLAGS: dict[str, str] = {"node-monitor-grace-period": "8s", "node-mo
 # The kubelet renews its Lease every quarter of nodeLeaseDurationSeconds (upstream 40 s,
 # i.e. every 10 s, longer than the 8 s grace). failCgroupV1: false lets 1.35+ kubelets
 # run on cgroup v1 hosts (they refuse by default); it changes nothing on cgroup v2.
+# resolvConf: what pods with dnsPolicy Default (CoreDNS) get, written by the node image's
+# pvchaos-cni: the node's resolv.conf naming the node's address, forwarded to Docker's
+# DNS (127.0.0.11 itself would be the pod's own loopback, a loop for CoreDNS).
 DEFAULT_KUBELET: dict[str, Any] = {"nodeLeaseDurationSeconds": 4, "nodeStatusUpdateFrequency": "2s",
-                                   "failCgroupV1": False}
+                                   "failCgroupV1": False, "resolvConf": "/run/pvchaos/pod-resolv.conf"}
 # kubeadm 1.35+ fails its SystemVerification preflight on cgroup v1 hosts even with
 # failCgroupV1: false ("You must also explicitly skip this validation"); its ImagePull
-# preflight asks a registry for kube-proxy and CoreDNS, which these clusters do not run
-# (every image they run is in the node image already).
+# preflight asks a registry for the kube-proxy image, which these clusters do not run
+# (kube-proxy is a node service; every image they run is in the node image already).
 PREFLIGHT: dict[str, Any] = {"ignorePreflightErrors": ["SystemVerification", "ImagePull"]}
 COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 CLUSTER_LABEL = "io.x-k8s.kind.cluster"
@@ -160,7 +166,8 @@ def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S
     kcm = DEFAULT_KCM_FLAGS if kcm_flags is None else kcm_flags
     kubelet_cfg = DEFAULT_KUBELET if kubelet is None else kubelet
     # kind skips addon/kube-proxy itself for kubeProxyMode none, but a patched list replaces its own.
-    patches = [_patch("InitConfiguration", {"skipPhases": ["addon/coredns", "addon/kube-proxy"],
+    # kube-proxy is the node image's service; addon/coredns runs (CoreDNS is in the image).
+    patches = [_patch("InitConfiguration", {"skipPhases": ["addon/kube-proxy"],
                                             "nodeRegistration": PREFLIGHT})]
     if kcm:
         patches.append(_patch("ClusterConfiguration",

@@ -31,7 +31,7 @@ from pvchaos.tools.versions import DEFAULT_ETCD_VERSION, DEFAULT_KWOK_VERSION
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROVISIONER_SRC = Path(__file__).resolve().parent / "provisioner"
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-K8S_NODE_COMMANDS = ("kubelet", "kubeadm")  # what a kind node image adds (tools/nodeimage)
+K8S_NODE_COMMANDS = ("kubelet", "kubeadm", "kube-proxy")  # what a kind node image adds (tools/nodeimage)
 
 
 class BuildError(RuntimeError):

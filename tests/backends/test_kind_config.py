@@ -46,7 +46,7 @@ def test_default_config_is_three_zones_of_two_workers() -> None:
     assert {"kind": "ClusterConfiguration", "controllerManager": {"extraArgs": {
         "node-monitor-grace-period": "8s", "node-monitor-period": "1s"}}} in patches
     init = next(p for p in patches if p["kind"] == "InitConfiguration")
-    assert init["skipPhases"] == ["addon/coredns", "addon/kube-proxy"]
+    assert init["skipPhases"] == ["addon/kube-proxy"], "kube-proxy is a node service; CoreDNS is kubeadm's addon"
     kubelet = next(p for p in patches if p["kind"] == "KubeletConfiguration")
     assert kubelet["failCgroupV1"] is False, "1.35+ kubelets refuse cgroup v1 hosts without it"
     assert cfg["networking"] == {"ipFamily": "ipv4", "disableDefaultCNI": True, "kubeProxyMode": "none"}

@@ -113,8 +113,10 @@ def test_the_broken_package_names_the_missing_topology(images: Path, tmp_path: P
 def test_a_driver_that_never_registers_is_exit_2(images: Path, tmp_path: Path) -> None:
     pkg = variant(tmp_path, "never")
     node = pkg / "04-node.yaml"
-    node.write_text(node.read_text().replace("--registration-dir=/var/lib/kubelet/plugins_registry",
-                                             "--registration-dir=/var/lib/kubelet/not-the-registry"))
+    text = node.read_text()
+    registry = "hostPath: {path: /var/lib/kubelet/plugins_registry, type: Directory}"
+    assert registry in text, "the example's registrar no longer mounts the kubelet's registry this way"
+    node.write_text(text.replace(registry, "hostPath: {path: /var/lib/kubelet/not-the-registry, type: DirectoryOrCreate}"))
     start = time.monotonic()
     proc = certify(pkg, tmp_path / "r", "--wait-timeout", "45")
     assert proc.returncode == 2, proc.stderr[-3000:]

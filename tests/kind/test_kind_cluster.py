@@ -169,6 +169,37 @@ spec:
         kubectl(handle, "delete", "-f", str(manifest), "--wait=false")
 
 
+def test_a_pod_reaches_the_api_server_through_the_kubernetes_service_and_resolves_it(kind_cluster) -> None:
+    """What a vendor's pods expect: kube-proxy (the `kubernetes` Service with the default
+    in-cluster config: KUBERNETES_SERVICE_HOST/PORT and the service account) and CoreDNS
+    (the Service's name resolves). One pod, not hostNetwork. The client is the node's own
+    kubectl (static; client-go's in-cluster config when no kubeconfig is given), since
+    busybox's TLS cannot agree on a cipher with the API server."""
+    _, handle = kind_cluster
+    name = f"incluster-{secrets.token_hex(3)}"
+    script = "nslookup kubernetes.default.svc.cluster.local && /kubectl get --raw /api"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "c", "image": "pvchaos.local/busybox:1", "command": ["sh", "-c", script],
+                                    "volumeMounts": [{"name": "kubectl", "mountPath": "/kubectl", "readOnly": True}]}],
+                    "volumes": [{"name": "kubectl", "hostPath": {"path": "/usr/bin/kubectl", "type": "File"}}]}}
+    service_ip = json.loads(kubectl(handle, "get", "svc", "kubernetes", "-o", "json").stdout)["spec"]["clusterIP"]
+    try:
+        made = subprocess.run([str(ensure_binaries(DEFAULT_K8S_VERSION, only=("kubernetes",)).kubectl), "--kubeconfig",
+                               str(handle.kubeconfig), "create", "-f", "-"], input=json.dumps(pod), capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert made.returncode == 0, made.stderr
+        done = kubectl(handle, "wait", f"pod/{name}", "--for=jsonpath={.status.phase}=Succeeded", "--timeout=120s",
+                       timeout=150)
+        logs = kubectl(handle, "logs", name).stdout
+        assert done.returncode == 0, (f"{done.stderr}\nlogs: {logs}\n"
+                                      + kubectl(handle, "describe", "pod", name).stdout[-2000:])
+        assert service_ip in logs, f"kubernetes.default.svc.cluster.local did not resolve to {service_ip}: {logs}"
+        assert '"kind": "APIVersions"' in logs or '"kind":"APIVersions"' in logs, logs
+    finally:
+        kubectl(handle, "delete", "pod", name, "--wait=false")
+
+
 @pytest.mark.parametrize("fault", ["stop_node", "crash_node", "partition_node"])
 def test_each_node_fault_makes_the_node_unknown_and_its_undo_brings_it_back(kind_cluster, fault: str) -> None:
     _, handle = kind_cluster

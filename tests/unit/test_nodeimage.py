@@ -24,7 +24,7 @@ registry.k8s.io/etcd:3.6.5-0
 """
 
 
-def test_plan_builds_what_kubeadm_asks_under_its_names_and_skips_the_addons() -> None:
+def test_plan_builds_what_kubeadm_asks_under_its_names_and_skips_kube_proxy() -> None:
     plan = r.image_plan(KUBEADM_135.splitlines())
     assert {(c.name, c.binary) for c in plan} == {
         ("registry.k8s.io/kube-apiserver:v1.35.4", "kube-apiserver"),
@@ -32,8 +32,24 @@ def test_plan_builds_what_kubeadm_asks_under_its_names_and_skips_the_addons() ->
         ("registry.k8s.io/kube-scheduler:v1.35.4", "kube-scheduler"),
         ("registry.k8s.io/pause:3.10.1", "pause"),
         ("registry.k8s.io/etcd:3.6.5-0", "etcd"),
+        ("registry.k8s.io/coredns/coredns:v1.12.1", "coredns"),
     }
     assert r.pause_image(plan) == "registry.k8s.io/pause:3.10.1"
+
+
+def test_coredns_is_built_at_the_version_kubeadm_asks_for_in_upstreams_layout() -> None:
+    from pvchaos.tools.nodeimage.coredns import PLUGINS, image_version, main_go
+
+    assert image_version("registry.k8s.io/coredns/coredns:v1.12.1") == "v1.12.1"
+    with pytest.raises(ValueError, match="not a module version"):
+        image_version("registry.k8s.io/coredns/coredns:latest")
+    assert 'ENTRYPOINT ["/coredns"]' in r.binary_dockerfile("coredns")
+    src = main_go()
+    # every plugin of kubeadm's Corefile is compiled in, as a directive and an import
+    for directive in ("errors", "health", "ready", "kubernetes", "prometheus", "forward", "cache", "loop", "reload",
+                      "loadbalance"):
+        assert f'"{directive}"' in src
+    assert all(f"/plugin/{pkg}\"" in src for _, pkg in PLUGINS)
 
 
 def test_an_image_the_builder_has_no_source_for_fails_the_build() -> None:

@@ -28,6 +28,10 @@ type options struct {
 	kubeletEndpoint string // what the registrar tells the kubelet to dial (default: endpoint)
 	faultMisplace   bool
 	faultNoTopology bool
+	nodeKey         string
+	topologyLabels  []string
+	faultNever      bool
+	faultAttachMax  int
 }
 
 func (o options) controller() bool { return o.mode == "controller" || o.mode == "all" }
@@ -46,6 +50,14 @@ func parseFlags(mode string, args []string) (options, error) {
 		fs.StringVar(&o.controlDir, "control-dir", "", "dir with capacity.json, read on every call")
 		fs.BoolVar(&o.faultMisplace, "fault-misplace", false,
 			"self-verification only: a driver bug on purpose, placing each zonal volume in an allowed zone other than the selected node's")
+		fs.BoolVar(&o.faultNever, "fault-never-attach", false,
+			"self-verification only: ControllerPublishVolume never answers (a hanging attach)")
+		fs.IntVar(&o.faultAttachMax, "fault-attach-limit", 0,
+			"self-verification only: ControllerPublishVolume refuses more than N volumes per node, whatever max_volumes_per_node says (0: no limit)")
+	}
+	if o.controller() || o.node() {
+		fs.StringVar(&o.nodeKey, "node-topology-key", "kubernetes.io/hostname",
+			"the key of the driver's per-node topology segment, e.g. vendor.example.com/node")
 	}
 	if o.node() {
 		fs.StringVar(&o.nodeID, "node-id", "", "node id (NodeGetInfo)")
@@ -54,6 +66,15 @@ func parseFlags(mode string, args []string) (options, error) {
 		fs.Int64Var(&o.maxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node (0: no limit)")
 		fs.BoolVar(&o.faultNoTopology, "fault-no-topology", false,
 			"self-verification only: NodeGetInfo reports no accessible topology (a broken node plugin)")
+		fs.Func("topology-from-node-labels", "comma list of Node label keys to report as topology (read through the in-cluster API at start), e.g. topology.kubernetes.io/zone",
+			func(v string) error {
+				for _, k := range strings.Split(v, ",") {
+					if k = strings.TrimSpace(k); k != "" {
+						o.topologyLabels = append(o.topologyLabels, k)
+					}
+				}
+				return nil
+			})
 	}
 	if mode == "node" {
 		fs.StringVar(&o.registrationDir, "registration-dir", "", "kubelet plugins_registry dir: serve <dir>/<driver>-reg.sock")
@@ -87,6 +108,15 @@ func parseFlags(mode string, args []string) (options, error) {
 	if o.maxVolumes < 0 {
 		return o, errors.New("--max-volumes-per-node must be >= 0")
 	}
+	if o.faultAttachMax < 0 {
+		return o, errors.New("--fault-attach-limit must be >= 0")
+	}
+	if (o.controller() || o.node()) && o.nodeKey == "" {
+		return o, errors.New("--node-topology-key must not be empty")
+	}
+	if o.zone != "" && contains(o.topologyLabels, zoneKey) {
+		return o, fmt.Errorf("--zone and --topology-from-node-labels=%s both set the zone; use one", zoneKey)
+	}
 	for _, p := range []*string{&o.stateFile, &o.callsLog, &o.dataRoot, &o.controlDir, &o.registrationDir} {
 		if *p != "" {
 			abs, err := filepath.Abs(*p)
@@ -97,4 +127,15 @@ func parseFlags(mode string, args []string) (options, error) {
 		}
 	}
 	return o, nil
+}
+
+const zoneKey = "topology.kubernetes.io/zone"
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }

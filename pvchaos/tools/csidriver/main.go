@@ -1,9 +1,10 @@
 // Command pvchaos-csi is pvchaos's own small CSI driver: zonal and node-local volumes with
 // capacity per zone, attachments recorded in a state file, bind mounts on nodes, a
 // failure knob in class parameters, and a calls log the harness attaches to reports.
-// Subcommands: controller, node, all (both services on one endpoint), version, and info (a
-// client: asks a plugin's socket GetPluginInfo and prints one JSON line; info.go), and proxy
-// (a fault proxy in front of any CSI driver's socket; proxy/, proxy_cmd.go).
+// Subcommands: controller, node, all (both services on one endpoint), version, info (a
+// client: asks a plugin's socket GetPluginInfo and prints one JSON line; info.go), proxy
+// (a fault proxy in front of any CSI driver's socket; proxy/, proxy_cmd.go), and
+// registrar (node-driver-registrar's job as a container of its own; registrar.go).
 package main
 
 import (
@@ -40,6 +41,8 @@ func main() {
 		os.Exit(proxyMain(os.Args[2:]))
 	case "latency":
 		os.Exit(latencyMain(os.Args[2:]))
+	case "registrar":
+		os.Exit(registrarMain(os.Args[2:]))
 	case "help", "-h", "--help":
 		fmt.Println(usage)
 	default:
@@ -50,10 +53,13 @@ func main() {
 
 const usage = `usage:
   pvchaos-csi controller --endpoint unix:///path/controller.sock --driver-name NAME --state-file FILE --calls-log FILE [--data-root DIR] [--control-dir DIR]
+        [--node-topology-key KEY] [--fault-never-attach] [--fault-attach-limit N]
   pvchaos-csi node --endpoint unix:///path/csi.sock --driver-name NAME --node-id NODE --zone ZONE --hostname HOST --max-volumes-per-node N --data-root DIR --calls-log FILE [--registration-dir DIR] [--kubelet-endpoint unix:///path/proxy.sock]
+        [--topology-from-node-labels KEY,...] [--node-topology-key KEY]
   pvchaos-csi all  (the union of both flag sets; controller and node services on one endpoint)
-  pvchaos-csi info --endpoint unix:///path/csi.sock [--timeout 10s]   (GetPluginInfo, GetPluginCapabilities, NodeGetInfo as one JSON line)
+  pvchaos-csi info --endpoint unix:///path/csi.sock [--timeout 10s]   (GetPluginInfo, plugin, node and controller capabilities, NodeGetInfo as one JSON line)
   pvchaos-csi proxy --listen unix:///path/proxy.sock --target unix:///path/driver.sock [--rules FILE] [--log FILE]
       (forwards every call unchanged unless a rule in FILE, re-read when it changes, matches; docs/csi-fault-proxy.md)
   pvchaos-csi latency --endpoint unix:///path/csi.sock [--calls 2000]   (GetPluginInfo latency, median and p99: bench/csi_proxy.py)
+  pvchaos-csi registrar --csi-address /csi/csi.sock --kubelet-registration-path /var/lib/kubelet/plugins/NAME/csi.sock [--plugin-registration-path /registration]
   pvchaos-csi version`

@@ -4,6 +4,7 @@ package main
 // signal, a server error or a failed kubelet registration.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -34,11 +35,26 @@ func run(o options) int {
 		return fail("%v", err)
 	}
 
+	var labels map[string]string
+	if o.node() && len(o.topologyLabels) > 0 {
+		api, err := inClusterClient(serviceAccountDir)
+		if err != nil {
+			return fail("--topology-from-node-labels: %v", err)
+		}
+		if labels, err = topologyFromNode(context.Background(), api, o.nodeID, o.topologyLabels, 2*time.Minute, log.Eventf); err != nil {
+			return fail("%v", err)
+		}
+		if z := labels[zoneKey]; z != "" {
+			o.zone = z
+		}
+		log.Eventf("topology from node %s's labels: %v", o.nodeID, labels)
+	}
+
 	csiServer := grpc.NewServer(grpc.UnaryInterceptor(log.Interceptor()))
 	csi.RegisterIdentityServer(csiServer, &driver.Identity{Name: o.driverName, Controller: o.controller()})
 	if o.controller() {
 		cfg := driver.ControllerConfig{StateFile: o.stateFile, DataRoot: o.dataRoot, ControlDir: o.controlDir,
-			FaultMisplace: o.faultMisplace}
+			FaultMisplace: o.faultMisplace, NodeKey: o.nodeKey, FaultNeverAttach: o.faultNever, FaultAttachLimit: o.faultAttachMax}
 		if o.mode == "all" {
 			cfg.Nodes = []driver.KnownNode{{ID: o.nodeID, Hostname: o.hostname, Zone: o.zone, MaxVolumes: o.maxVolumes}}
 			cfg.NodeDataRoot = o.dataRoot
@@ -52,7 +68,7 @@ func run(o options) int {
 	if o.node() {
 		csi.RegisterNodeServer(csiServer, driver.NewNode(driver.NodeConfig{
 			NodeID: o.nodeID, Zone: o.zone, Hostname: o.hostname, MaxVolumes: o.maxVolumes, DataRoot: o.dataRoot,
-			NoTopology: o.faultNoTopology,
+			NoTopology: o.faultNoTopology, NodeKey: o.nodeKey, Labels: labels,
 		}, log))
 	}
 

@@ -2,9 +2,9 @@
 
 Steps, each cached: the node tools (containerd, crictl, CNI plugins) from Go modules;
 a Debian rootfs by debootstrap, with those tools and tools/nodeimage/files, imported as
-the base image; kubelet, kubeadm and kubectl from k8s.io/kubernetes; then a build
-container from the base where the control-plane, etcd and pause images (each one static
-binary, built here) are imported into the node's containerd under the names
+the base image; kubelet, kubeadm, kubectl and kube-proxy from k8s.io/kubernetes; then a
+build container from the base where the control-plane, etcd, CoreDNS and pause images
+(each one static binary, built here) are imported into the node's containerd under the names
 `kubeadm config images list` gives, and the container is committed as the node image.
 The build container and the temporary images are removed whatever happens.
 """
@@ -26,6 +26,7 @@ from pathlib import Path
 from pvchaos.tools.build import BuildError, _run_go, cache_root, ensure_binaries
 from pvchaos.tools.docker_engine import Engine, docker, last_line
 from pvchaos.tools.nodeimage import recipe as r
+from pvchaos.tools.nodeimage.coredns import ensure_coredns, image_version
 from pvchaos.tools.nodeimage.rootfs import build_rootfs, debian_package_file
 
 # The names suites use for their pods' image, besides kubeadm's own pause tag.
@@ -226,6 +227,9 @@ def build_node_image(engine: Engine, k8s_version: str) -> str:
             listed = subprocess.run([str(k8s_dir / "kubeadm"), "config", "images", "list", "--kubernetes-version",
                                      k8s_version], capture_output=True, text=True, check=False)
             plan = r.image_plan(_check(listed, "kubeadm config images list").splitlines())
+            for component in plan:
+                if component.binary == "coredns":  # the version kubeadm's addon deploys
+                    binaries["coredns"] = ensure_coredns(image_version(component.name))
             archives = _component_images(engine, plan, binaries, work)
             _assemble(engine, recipe, base, k8s_dir, plan, archives, work)
         _log(f"built {recipe.tag} in {time.monotonic() - start:.0f}s")
@@ -259,7 +263,7 @@ def _assemble(engine: Engine, recipe: r.Recipe, base: str, k8s_dir: Path, plan: 
                           "--entrypoint", "sleep", "--security-opt", "seccomp=unconfined", base, "infinity"])
     container = _check(run, "docker run of the build container").strip()
     try:
-        for binary in ("kubelet", "kubeadm", "kubectl"):
+        for binary in ("kubelet", "kubeadm", "kubectl", "kube-proxy"):
             _check(docker(engine, ["cp", str(k8s_dir / binary), f"{container}:/usr/bin/{binary}"]), f"docker cp {binary}")
         (work / "version").write_text(recipe.k8s_version)
         (work / "config.toml").write_text(r.containerd_config(r.pause_image(plan)))

@@ -43,11 +43,12 @@ LOCAL_DISKS = tuple(f"/mnt/disks/vol{i}" for i in range(1, 9))
 TEST_IMAGE = "pvchaos.local/busybox:1"  # busybox from Debian, for pods that run commands
 NODE_REPOSITORY = "pvchaos/kind-node"
 BASE_REPOSITORY = "pvchaos/kind-base"
-# Images kubeadm lists that the harness's kind clusters do not run: kube-proxy (kind's
-# kubeProxyMode none) and CoreDNS (kubeadm's addon/coredns phase is skipped).
-SKIPPED_IMAGES = ("kube-proxy", "coredns")
+# Images kubeadm lists that the harness's kind clusters do not run: kube-proxy runs as a
+# systemd service of each node (files/pvchaos-kube-proxy), not as kubeadm's DaemonSet.
+SKIPPED_IMAGES = ("kube-proxy",)
+# CoreDNS is kubeadm's own addon, its image built from the Go module (nodeimage/coredns.py).
 BINARY_IMAGES = {"kube-apiserver": "kube-apiserver", "kube-controller-manager": "kube-controller-manager",
-                 "kube-scheduler": "kube-scheduler", "etcd": "etcd", "pause": "pause"}
+                 "kube-scheduler": "kube-scheduler", "etcd": "etcd", "pause": "pause", "coredns": "coredns"}
 
 _IMAGE = re.compile(r"^(?P<repo>[a-z0-9.\-/:]+?/)?(?P<name>[a-z0-9.\-_]+):(?P<tag>[\w.\-]+)$")
 
@@ -104,7 +105,7 @@ def files_digests(directory: Path = FILES) -> dict[str, str]:
 
 def builder_digest(directory: Path = FILES.parent) -> str:
     """Hash of the code that assembles the node image on top of the base."""
-    return _digest([hashlib.sha256((directory / n).read_bytes()).hexdigest() for n in ("recipe.py", "build.py")])
+    return _digest([hashlib.sha256((directory / n).read_bytes()).hexdigest() for n in ("recipe.py", "build.py", "coredns.py")])
 
 
 def image_plan(kubeadm_images: list[str]) -> list[ComponentImage]:
@@ -167,7 +168,10 @@ def containerd_config(sandbox_image: str) -> str:
 
 
 def binary_dockerfile(binary: str) -> str:
-    """A one-binary image: no shell, no libc (every binary here is static)."""
+    """A one-binary image: no shell, no libc (every binary here is static). CoreDNS keeps
+    upstream's layout (/coredns, its entrypoint: kubeadm's Deployment passes only args)."""
+    if binary == "coredns":
+        return 'FROM scratch\nCOPY coredns /coredns\nENTRYPOINT ["/coredns"]\n'
     entry = f'ENTRYPOINT ["/usr/local/bin/{binary}"]\n' if binary == "pause" else ""
     return ("FROM scratch\n"
             "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"

@@ -25,20 +25,22 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 MASKED_UNITS = ("systemd-binfmt.service", "getty.target", "console-getty.service", "systemd-udevd.service",
                 "systemd-modules-load.service", "systemd-logind.service", "apt-daily.timer",
                 "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer")
-ENABLED_UNITS = ("pvchaos-cni.service", "containerd.service", "kubelet.service")
+ENABLED_UNITS = ("pvchaos-cni.service", "containerd.service", "kubelet.service", "kube-proxy.service")
 _FILE_PLACES = {
     "entrypoint": "usr/local/bin/entrypoint",
     "pvchaos-cni": "usr/local/bin/pvchaos-cni",
     "pvchaos-cni.service": "etc/systemd/system/pvchaos-cni.service",
     "containerd.service": "etc/systemd/system/containerd.service",
     "kubelet.service": "etc/systemd/system/kubelet.service",
+    "pvchaos-kube-proxy": "usr/local/bin/pvchaos-kube-proxy",
+    "kube-proxy.service": "etc/systemd/system/kube-proxy.service",
     "kubelet.slice": "etc/systemd/system/kubelet.slice",
     "kubelet.default": "etc/default/kubelet",
     "crictl.yaml": "etc/crictl.yaml",
     "99-pvchaos.conf": "etc/sysctl.d/99-pvchaos.conf",
     "default-storage.yaml": "kind/manifests/default-storage.yaml",  # kind applies it at create
 }
-EXECUTABLES = ("entrypoint", "pvchaos-cni")
+EXECUTABLES = ("entrypoint", "pvchaos-cni", "pvchaos-kube-proxy")
 
 
 def _log(msg: str) -> None:

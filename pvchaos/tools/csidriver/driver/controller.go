@@ -38,6 +38,15 @@ type ControllerConfig struct {
 	// FaultMisplace is a bug on purpose, for the harness's self-verification (a canary
 	// must catch it): zonal volumes go to an allowed zone other than the selected node's.
 	FaultMisplace bool
+	// NodeKey is the driver's own per-node topology key on the wire ("": HostnameKey).
+	NodeKey string
+	// FaultNeverAttach: ControllerPublishVolume never answers (it waits for the caller's
+	// deadline), as a broken storage backend whose attach hangs (examples/vendor-never-attaches).
+	FaultNeverAttach bool
+	// FaultAttachLimit > 0: ControllerPublishVolume refuses a node's attachment beyond
+	// this many with RESOURCE_EXHAUSTED, whatever the node service reports as
+	// max_volumes_per_node (examples/vendor-unenforced-limit).
+	FaultAttachLimit int
 }
 
 // Controller implements csi.ControllerServer.

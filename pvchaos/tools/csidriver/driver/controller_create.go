@@ -20,18 +20,20 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-func segments(ts []*csi.Topology) []Segment {
+// segments reads request topology, the driver's own node key read as HostnameKey.
+func segments(ts []*csi.Topology, nodeKey string) []Segment {
 	out := make([]Segment, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, t.GetSegments())
+		out = append(out, FromWire(t.GetSegments(), nodeKey))
 	}
 	return out
 }
 
-func toTopology(segs []Segment) []*csi.Topology {
+// toTopology writes answer topology, HostnameKey written as the driver's own node key.
+func toTopology(segs []Segment, nodeKey string) []*csi.Topology {
 	var out []*csi.Topology
 	for _, s := range segs {
-		out = append(out, &csi.Topology{Segments: s})
+		out = append(out, &csi.Topology{Segments: ToWire(s, nodeKey)})
 	}
 	return out
 }
@@ -58,8 +60,8 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if err != nil {
 		return nil, status.Errorf(codes.OutOfRange, "volume %q: %v", name, err)
 	}
-	requisite := segments(req.GetAccessibilityRequirements().GetRequisite())
-	preferred := segments(req.GetAccessibilityRequirements().GetPreferred())
+	requisite := segments(req.GetAccessibilityRequirements().GetRequisite(), c.cfg.NodeKey)
+	preferred := segments(req.GetAccessibilityRequirements().GetPreferred(), c.cfg.NodeKey)
 	place, err := ChoosePlacement(params.Mode, requisite, preferred)
 	if c.cfg.FaultMisplace && err == nil {
 		place = Misplace(params.Mode, place, requisite)
@@ -217,7 +219,7 @@ func (c *Controller) csiVolume(v *Volume) *csi.Volume {
 	}
 	return &csi.Volume{
 		VolumeId: v.ID, CapacityBytes: v.CapacityBytes, VolumeContext: vctx,
-		AccessibleTopology: toTopology(v.Placement().AccessibleTopology(v.Mode)),
+		AccessibleTopology: toTopology(v.Placement().AccessibleTopology(v.Mode), c.cfg.NodeKey),
 	}
 }
 

@@ -48,7 +48,7 @@ func (c *Controller) GetCapacity(ctx context.Context, req *csi.GetCapacityReques
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seg := req.GetAccessibleTopology().GetSegments()
+	seg := FromWire(req.GetAccessibleTopology().GetSegments(), c.cfg.NodeKey)
 	zone := seg[ZoneKey]
 	if zone == "" && seg[HostnameKey] != "" {
 		zone = c.st.NodeZones[seg[HostnameKey]]

@@ -24,6 +24,11 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 	case req.GetVolumeCapability() == nil:
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s node %s: volume_capability missing", id, node)
 	}
+	if c.cfg.FaultNeverAttach {
+		c.log.Eventf("never attaching volume %s to node %s (--fault-never-attach): waiting for the caller to give up", id, node)
+		<-ctx.Done()
+		return nil, status.Errorf(codes.DeadlineExceeded, "volume %s node %s: attach did not complete", id, node)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v := c.st.Volumes[id]
@@ -55,6 +60,10 @@ func (c *Controller) ControllerPublishVolume(ctx context.Context, req *csi.Contr
 	already, err := CheckPublish(v, c.st.AttachedTo(node), r)
 	if err != nil {
 		return nil, err
+	}
+	if n := c.st.AttachedTo(node); !already && c.cfg.FaultAttachLimit > 0 && n >= c.cfg.FaultAttachLimit {
+		return nil, status.Errorf(codes.ResourceExhausted, "volume %s node %s: %d volumes attached already, the storage attaches at most %d per node (--fault-attach-limit)",
+			id, node, n, c.cfg.FaultAttachLimit)
 	}
 	if !already {
 		if v.Published == nil {

@@ -71,8 +71,8 @@ func createReq(name string, bytes int64, params map[string]string, selected Segm
 	}
 	if selected != nil {
 		req.AccessibilityRequirements = &csi.TopologyRequirement{
-			Requisite: toTopology(append([]Segment{selected}, requisite...)),
-			Preferred: toTopology(append([]Segment{selected}, requisite...)),
+			Requisite: toTopology(append([]Segment{selected}, requisite...), ""),
+			Preferred: toTopology(append([]Segment{selected}, requisite...), ""),
 		}
 	}
 	return req

@@ -27,6 +27,12 @@ type NodeConfig struct {
 	// NoTopology: a broken node plugin on purpose (--fault-no-topology): NodeGetInfo
 	// reports no accessible topology, so the kubelet writes no topology keys.
 	NoTopology bool
+	// NodeKey is the key of the per-node segment ("": HostnameKey), e.g. a vendor's own
+	// vendor.example.com/node; the kubelet labels the Node with it.
+	NodeKey string
+	// Labels are further segment keys read from the Node's labels at start
+	// (--topology-from-node-labels), e.g. the zone without a --zone per DaemonSet.
+	Labels map[string]string
 }
 
 // Node implements csi.NodeServer.
@@ -43,6 +49,10 @@ func (n *Node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeG
 	if n.cfg.Zone != "" {
 		seg[ZoneKey] = n.cfg.Zone
 	}
+	for k, v := range n.cfg.Labels {
+		seg[k] = v
+	}
+	seg = ToWire(seg, n.cfg.NodeKey)
 	if n.cfg.NoTopology {
 		return &csi.NodeGetInfoResponse{NodeId: n.cfg.NodeID, MaxVolumesPerNode: n.cfg.MaxVolumes}, nil
 	}

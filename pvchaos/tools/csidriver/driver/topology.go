@@ -16,6 +16,31 @@ const (
 // Segment is one topology segment, key -> value.
 type Segment = map[string]string
 
+// FromWire and ToWire translate a driver's own per-node key (--node-topology-key, e.g.
+// vendor.example.com/node) to and from HostnameKey, so that placement has one key for
+// "the node" however the driver names it to Kubernetes. nodeKey "" is HostnameKey.
+func FromWire(s Segment, nodeKey string) Segment { return renameKey(s, nodeKey, HostnameKey) }
+
+func ToWire(s Segment, nodeKey string) Segment { return renameKey(s, HostnameKey, nodeKey) }
+
+func renameKey(s Segment, from, to string) Segment {
+	if from == "" || to == "" || from == to {
+		return s
+	}
+	v, ok := s[from]
+	if !ok {
+		return s
+	}
+	out := make(Segment, len(s))
+	for k, val := range s {
+		if k != from {
+			out[k] = val
+		}
+	}
+	out[to] = v
+	return out
+}
+
 // Placement is where a volume goes: a zone (zone mode) or a node (node mode, whose zone is
 // recorded too when the segment names it, so node-local volumes count against it).
 type Placement struct {

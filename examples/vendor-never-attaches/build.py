@@ -1,0 +1,1 @@
+../vendor-driver/build.py
