@@ -178,7 +178,9 @@ def pytest_argv(req: Options) -> list[str]:
 def run(req: Options) -> int:
     """The main job; returns pytest's exit code (non-zero when anything failed), or
     128 + the signal's number when a signal stopped it."""
-    validate(req)
+    config = validate(req)
+    for line in config.profile.warnings if config.profile else ():  # what upstream would pass over silently
+        print(f"[pvchaos] warning: {line}", file=sys.stderr)
     backend = providers.provider(req.backend)
     stop = backend.prepare(req)  # built or started before pytest, so a missing piece is one line
     try:
@@ -411,4 +413,6 @@ def environment(req: Options) -> dict[str, str]:
     if (profile := config.profile) is not None:
         env["driver"] = profile.name
         env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))
+        if profile.warnings:
+            env["driver profile warnings"] = " | ".join(profile.warnings)
     return {**env, **feature_gates.environment()}  # each gate the suites depend on, per version
