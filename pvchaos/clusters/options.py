@@ -20,7 +20,8 @@ from typing import Any
 from pvchaos.clusters import arguments, providers
 from pvchaos.clusters.common.gates import binary_gates as binary_gates  # re-exported
 from pvchaos.clusters.common.gates import check_feature_gates as check_feature_gates  # re-exported
-from pvchaos.tools.build import REPO_ROOT
+from pvchaos.tools.build import REPO_ROOT as REPO_ROOT  # re-exported (certify, upgrade_command, runner)
+from pvchaos.tools.shipped import checkout_root
 
 
 def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None,
@@ -105,7 +106,8 @@ class Options:
 def default_report_dir() -> Path:
     """`reports/` of the checkout when pvchaos runs from one (its built-in suites live
     there), else `reports/` under the current directory (an installed pvchaos)."""
-    return (REPO_ROOT / "reports") if (REPO_ROOT / "suites").is_dir() else Path.cwd() / "reports"
+    checkout = checkout_root()
+    return (checkout / "reports") if checkout is not None else Path.cwd() / "reports"
 
 
 def _default(f: Field[Any]) -> Any:
