@@ -86,6 +86,9 @@ class Options:
     scale_size: str = field(default="60x120", metadata=_opt(
         "--scale-size", "NODESxPODS of the scale suite's storms (default 60x120, sized for CI; "
         "bench/storm.py runs 1000x2000)", check=arguments.scale_size))
+    stress_pods: int = field(default=20, metadata=_opt(
+        "--stress-pods", "pods, one claim each, that the volume stress suite puts on one node (default 20, "
+        "sized for 2 cores; suites/test_volume_stress.py)", kind=int, check=arguments.stress_pods))
     shard: str = field(default="", metadata=_opt(
         "--shard", "K/N: run only part K of N of the selected tests (the same split on every machine, balanced "
         "by the report history's durations; `pvchaos report merge` joins the parts' reports)", check=arguments.shard))
