@@ -24,6 +24,7 @@ from pvchaos.clusters.local.config import PROVISIONER_KINDS
 from pvchaos.clusters.options import (
     REPO_ROOT,
     add_run_arguments,
+    default_report_dir,
     from_values,
     split_pytest_args,
 )
@@ -190,7 +191,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("report_a", metavar="REPORT_DIR_A", type=arguments.existing_dir,
                    help="the earlier run (pvchaos run --report-dir)")
     c.add_argument("report_b", metavar="REPORT_DIR_B", type=arguments.existing_dir, help="the later run")
-    c.add_argument("--report-dir", default=str(REPO_ROOT / "reports" / "compare"), type=arguments.writable_dir,
+    c.add_argument("--report-dir", default=str(default_report_dir() / "compare"), type=arguments.writable_dir,
                    help="where compare.md and the Allure report of both runs go (default reports/compare)")
     c.add_argument("--no-html", action="store_true", help="only compare.md and allure-results, no HTML report")
     c.set_defaults(func=_compare)

@@ -519,6 +519,17 @@ def format_summary(rows: list[SuiteRow]) -> str:
     return "\n".join([fmt(table[0]), rule, *(fmt(line) for line in table[1:-1]), rule, fmt(table[-1])])
 
 
+def _other_measurements(rows: list[SuiteRow]) -> list[str]:
+    """The timings the table has no column for (a stress test's, a storm's), per suite."""
+    found = [(r.suite, name, vals) for r in rows for name, vals in sorted(r.timings.items())
+             if not any(word in name.lower() for word in ("recovery", "race"))]
+    if not found:
+        return []
+    return ["", "## Measurements", "", "| suite | measurement | seconds |", "|---|---|---:|",
+            *(f"| {suite} | {name.removesuffix(' seconds').replace('|', '/')} | {_values(vals)} |"
+              for suite, name, vals in found)]
+
+
 def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | None = None,
                      ran: Ran | None = None) -> Path:
     """R/summary.md: the same table in Markdown (fits a CI job summary), plus categories."""
@@ -529,6 +540,7 @@ def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | N
     lines += ["| " + " | ".join(_HEADER) + " |",
              "|" + "|".join(["---"] + ["---:"] * 5 + ["---", "---"]) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in _cells(rows)]
+    lines += _other_measurements(rows)
     try:
         cats = read_report_json(lay.html, "widgets/categories.json").get("items", [])
     except (OSError, KeyError, ValueError):

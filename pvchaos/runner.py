@@ -25,7 +25,8 @@ from pvchaos.certification import (
 )
 from pvchaos.clusters import providers
 from pvchaos.clusters.local.registry import list_clusters, sweep_orphans
-from pvchaos.clusters.options import REPO_ROOT, Options, check_feature_gates, check_options
+from pvchaos.clusters.options import REPO_ROOT as REPO_ROOT  # re-exported (bench, tests)
+from pvchaos.clusters.options import Options, check_feature_gates, check_options
 from pvchaos.clusters.options import pytest_flags as _pytest_flags
 from pvchaos.clusters.provider import Feature
 from pvchaos.conformance import feature_gates
@@ -34,9 +35,10 @@ from pvchaos.results import merge_into
 from pvchaos.run_config import RunConfig, available_memory_mib, resolve, scale_problem  # the plugin refuses the same input
 from pvchaos.shard import parse_shard
 from pvchaos.tools.build import ensure_binaries, served_releases
+from pvchaos.tools.shipped import builtin_suites, checkout_root, suites_dir
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
-SUITES_DIR = REPO_ROOT / "suites"
+SUITES_DIR = suites_dir()  # the checkout's suites/, or the copy an installed wheel carries
 CLUSTER_MEMORY_MIB = 1100  # a default cluster's resident memory plus headroom (docs/findings.md)
 T = TypeVar("T")
 RunRequest = Options  # what `pvchaos run` was asked: the one option schema (clusters.options)
@@ -47,7 +49,7 @@ class UsageError(ValueError):
 
 
 def known_suites() -> list[str]:
-    return sorted(p.stem.removeprefix("test_") for p in SUITES_DIR.glob("test_*.py"))
+    return builtin_suites()
 
 
 def effective_workers(req: Options) -> int:
@@ -84,8 +86,8 @@ def validate(req: Options) -> RunConfig:
         if not Path(path).exists():
             raise UsageError(f"{path}: no such file or directory (PATH takes your own suite files or directories)")
     if not req.paths and not known_suites():
-        raise UsageError("no built-in suites here (an installed pvchaos has none): give your own, "
-                         "`pvchaos run PATH...`")
+        raise UsageError(f"no built-in suites in {SUITES_DIR} (this pvchaos was installed without them): "
+                         "give your own, `pvchaos run PATH...`")
     n = worker_count(req.workers)
     one_cluster = req.backend in providers.names() and not providers.has(req.backend, Feature.CLUSTER_PER_REQUEST)
     if one_cluster and n > 1 and req.workers != "auto":
@@ -153,8 +155,10 @@ def suite_targets(req: Options) -> list[str]:
 
 def working_directory(req: Options) -> Path:
     """Where pytest runs: the checkout for built-in suites (its conftest.py and
-    pyproject.toml), the current directory for a user's own (their pytest.ini, conftest)."""
-    return Path.cwd() if req.paths and not req.suites else REPO_ROOT
+    pyproject.toml), the current directory for a user's own (their pytest.ini, conftest)
+    and for an installed pvchaos (its suites carry their own pytest.ini)."""
+    checkout = checkout_root()
+    return Path.cwd() if (req.paths and not req.suites) or checkout is None else checkout
 
 
 def pytest_argv(req: Options) -> list[str]:
@@ -181,7 +185,9 @@ def pytest_argv(req: Options) -> list[str]:
 def run(req: Options) -> int:
     """The main job; returns pytest's exit code (non-zero when anything failed), or
     128 + the signal's number when a signal stopped it."""
-    validate(req)
+    config = validate(req)
+    for line in config.profile.warnings if config.profile else ():  # what upstream would pass over silently
+        print(f"[pvchaos] warning: {line}", file=sys.stderr)
     backend = providers.provider(req.backend)
     stop = backend.prepare(req)  # built or started before pytest, so a missing piece is one line
     try:
@@ -445,4 +451,6 @@ def environment(req: Options) -> dict[str, str]:
     if (profile := config.profile) is not None:
         env["driver"] = profile.name
         env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))
+        if profile.warnings:
+            env["driver profile warnings"] = " | ".join(profile.warnings)
     return {**env, **feature_gates.environment()}  # each gate the suites depend on, per version

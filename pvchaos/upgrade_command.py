@@ -14,7 +14,7 @@ from pathlib import Path
 from pvchaos import runner
 from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
-from pvchaos.clusters.options import REPO_ROOT, Options
+from pvchaos.clusters.options import Options, default_report_dir
 from pvchaos.tools.build import ensure_binaries
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION, release, skew_refusal
 
@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="upgrade even when the version-skew policy forbids it (a downgrade, or two minors)")
     p.add_argument("--zones", default="3", type=arguments.zones)
     p.add_argument("--nodes-per-zone", type=arguments.nodes_per_zone, default=2)
-    p.add_argument("--report-dir", type=arguments.writable_dir, default=REPO_ROOT / "reports" / "upgrade",
+    p.add_argument("--report-dir", type=arguments.writable_dir, default=default_report_dir() / "upgrade",
                    help="where the Allure results, report, JUnit XML and summary go (default reports/upgrade)")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --, passed to pytest")
 

@@ -27,6 +27,7 @@ from pvchaos.tools.versions import SUPPORTED_MINORS, minor_of
 
 Bad = argparse.ArgumentTypeError
 MAX_NODES_PER_ZONE = 2000  # bench.storm's 5,000-node stretch is 3 x 1,667; beyond this a typo is likelier
+MAX_STRESS_PODS = 1000  # the kubelet's own default is 110 pods a node; a node that takes fewer says so
 MAX_WORKERS = 64
 _PRINTABLE = re.compile(r"[\x00-\x1f\x7f]")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -62,6 +63,11 @@ def zones(text: str) -> str:
 def nodes_per_zone(text: str) -> int:
     """A whole number from 1 to MAX_NODES_PER_ZONE."""
     return _bounded_int(text, 1, MAX_NODES_PER_ZONE)
+
+
+def stress_pods(text: str) -> int:
+    """A whole number from 1 to MAX_STRESS_PODS: pods (one claim each) on one node."""
+    return _bounded_int(text, 1, MAX_STRESS_PODS)
 
 
 def _bounded_int(text: str, low: int, high: int) -> int:

@@ -20,7 +20,8 @@ from typing import Any
 from pvchaos.clusters import arguments
 from pvchaos.clusters.common.gates import binary_gates as binary_gates  # re-exported
 from pvchaos.clusters.common.gates import check_feature_gates as check_feature_gates  # re-exported
-from pvchaos.tools.build import REPO_ROOT
+from pvchaos.tools.build import REPO_ROOT as REPO_ROOT  # re-exported (certify, upgrade_command, runner)
+from pvchaos.tools.shipped import checkout_root
 
 
 def _opt(flag: str, help: str, *, pytest: bool = True, action: str | None = None,
@@ -95,6 +96,9 @@ class Options:
     scale_size: str = field(default="60x120", metadata=_opt(
         "--scale-size", "NODESxPODS of the scale suite's storms (default 60x120, sized for CI; "
         "bench/storm.py runs 1000x2000)", check=arguments.scale_size))
+    stress_pods: int = field(default=20, metadata=_opt(
+        "--stress-pods", "pods, one claim each, that the volume stress suite puts on one node (default 20, "
+        "sized for 2 cores; suites/test_volume_stress.py)", kind=int, check=arguments.stress_pods))
     shard: str = field(default="", metadata=_opt(
         "--shard", "K/N: run only part K of N of the selected tests (the same split on every machine, balanced "
         "by the report history's durations; `pvchaos report merge` joins the parts' reports)", check=arguments.shard))
@@ -115,7 +119,8 @@ class Options:
 def default_report_dir() -> Path:
     """`reports/` of the checkout when pvchaos runs from one (its built-in suites live
     there), else `reports/` under the current directory (an installed pvchaos)."""
-    return (REPO_ROOT / "reports") if (REPO_ROOT / "suites").is_dir() else Path.cwd() / "reports"
+    checkout = checkout_root()
+    return (checkout / "reports") if checkout is not None else Path.cwd() / "reports"
 
 
 def _default(f: Field[Any]) -> Any:

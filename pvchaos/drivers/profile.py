@@ -1,14 +1,21 @@
-"""Driver profiles: upstream's external storage test driver file, read strictly.
+"""Driver profiles: upstream's external storage test driver file, read as upstream reads it.
 
 CSI vendors already describe their driver for the Kubernetes e2e suite with a file given
 to `-storage.testdriver` (kubernetes test/e2e/storage/external/external.go, struct
 `driverDefinition`, and framework/testdriver.go, struct `DriverInfo` and the `Cap*`
-constants). We accept that exact file, YAML or JSON, with upstream's key names and
-nesting (case-sensitive, as apimachinery decodes them). Upstream silently ignores unknown
-keys, so a typo quietly disables tests; here a typo is an error naming the key, where it
-is, and the nearest valid key. The key lists below are the union of Kubernetes 1.35.4,
-1.36.3 and 1.37.2 (read from their source), plus `ShortName`: upstream's own testdata
-and many vendor files carry it at the top level, and upstream ignores it.
+constants). Upstream decodes it with apimachinery's non-strict universal decoder: YAML is
+turned into JSON, then sigs.k8s.io/json fills the structs, matching field names
+**case-sensitively** and dropping every key it does not know (checked against
+apimachinery v0.35.4 by decoding files with it; see docs/backends.md). So every file
+upstream accepts is accepted here, and read to the same values: a key in another case
+(`shared` for `Shared`, as csi-driver-host-path's own file has it) is ignored, as
+upstream ignores it. What upstream ignores silently is a *warning* here
+(`DriverProfile.warnings`), naming the key, where it is and the nearest valid key, so a
+typo does not quietly disable tests. What upstream's decoder refuses (a value of the wrong
+JSON type, no DriverInfo.Name) is refused here in one line. The key lists are the union of
+Kubernetes 1.35.4, 1.36.3, 1.37.2 and 1.38.0-beta.0 (read from their source), plus `ShortName`: upstream's own
+testdata and many vendor files carry it at the top level; pvchaos reads it as a display
+name and upstream ignores it.
 
 A profile's capabilities become harness capability names (`harness_capabilities`), and a
 suite that needs one the driver lacks skips with a reason naming the profile capability.
@@ -21,6 +28,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +57,7 @@ DEFAULT_SIZE_MIN = "5Gi"  # what loadDriverDefinition presets
 _CLASS = {"FromName": "bool", "FromFile": "str", "FromExistingClassName": "str"}
 _DRIVER_INFO: dict[str, Any] = {
     "Name": "str", "InTreePluginName": "str", "TestTags": "list", "MaxFileSize": "int",
-    "SupportedSizeRange": {"Min": "quantity", "Max": "quantity"},
+    "SupportedSizeRange": {"Min": "quantity", "Max": "quantity", "Step": "quantity"},
     "SupportedFsType": "set", "SupportedMountOption": "set", "RequiredMountOption": "set",
     "Capabilities": "capabilities", "RequiredAccessModes": "accessmodes",
     "TopologyKeys": "strlist", "NumAllowedTopologies": "int",
@@ -57,6 +65,7 @@ _DRIVER_INFO: dict[str, Any] = {
     "VolumeSnapshotStressTestOptions": {"NumPods": "int", "NumSnapshots": "int"},
     "VolumeModifyStressTestOptions": {"NumPods": "int"},
     "VolumeGroupSnapshotStressTestOptions": {"NumPods": "int", "NumSnapshots": "int"},
+    "SnapshotMetadataStressTestOptions": {"NumPods": "int", "NumSnapshotPairs": "int"},
     "PerformanceTestOptions": {"ProvisioningOptions": {
         "VolumeSize": "quantity", "Count": "int",
         "ExpectedMetrics": {"AvgLatency": "int", "Throughput": "number"}}},
@@ -125,6 +134,7 @@ class DriverProfile:
     inline_volumes: int = 0
     timeouts: dict[str, str] = field(default_factory=dict)
     source: str = "<profile>"
+    warnings: tuple[str, ...] = ()  # what upstream's reader passes over silently, one line each
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -136,7 +146,7 @@ class DriverProfile:
         return bool(self.capabilities.get(capability, False))
 
 
-# ---- strict reading ------------------------------------------------------------------
+# ---- reading as upstream reads ------------------------------------------------------
 
 def _where(path: str) -> str:
     return f"in {path}" if path else "at the top level"
@@ -154,26 +164,34 @@ def _homes(key: str, spec: Any = SCHEMA, path: str = "") -> list[str]:
     return found
 
 
-def _unknown(source: str, key: str, path: str, valid: Iterable[str]) -> ProfileError:
-    valid = list(valid)
-    folded = [v for v in valid if v.lower() == str(key).lower()]
-    near = folded or difflib.get_close_matches(str(key), valid, n=1, cutoff=0.6)
-    homes = _homes(str(key))
+def _ignored(source: str, key: Any, path: str, valid: Iterable[str], what: str = "key",
+             consequence: str = "ignored, as upstream ignores it") -> str:
+    """The warning for a name upstream's decoder passes over: the name, where, the nearest
+    valid name (another case of it first: upstream matches names case-sensitively)."""
+    key, valid = str(key), list(valid)
+    folded = next((v for v in valid if v.lower() == key.lower()), None)
+    if folded is not None:
+        return (f"driver profile {source}: {what} {key!r} {_where(path)} is {consequence} "
+                f"(names match case-sensitively there); did you mean {folded!r}?")
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    homes = _homes(key) if what == "key" else []
     if near:
         hint = f"did you mean {near[0]!r}?"
     elif homes:
         hint = f"{key!r} belongs in {' or '.join(homes)}"
     else:
-        hint = f"valid keys: {', '.join(valid)}"
-    return ProfileError(f"driver profile {source}: unknown key {key!r} {_where(path)}; {hint}")
+        hint = f"valid: {', '.join(valid)}"
+    return f"driver profile {source}: unknown {what} {key!r} {_where(path)}, {consequence}; {hint}"
 
 
 def _type_error(source: str, path: str, want: str, value: Any) -> ProfileError:
-    return ProfileError(f"driver profile {source}: {path} must be {want}, got {type(value).__name__} {value!r}")
+    return ProfileError(f"driver profile {source}: {path} must be {want}, got {type(value).__name__} {value!r} "
+                        "(upstream's decoder refuses it too)")
 
 
-def _check(source: str, spec: Any, value: Any, path: str) -> Any:
-    """Validate `value` against `spec`; returns it normalised (Timeouts keys canonical)."""
+def _check(source: str, spec: Any, value: Any, path: str, warnings: list[str]) -> Any:
+    """`value` as upstream's decoder fills the field `spec` describes: unknown keys dropped
+    (each a warning), a value of the wrong type refused, Timeouts keys made canonical."""
     if value is None:  # null leaves a Go field at its zero value
         return None
     if isinstance(spec, dict):
@@ -182,41 +200,41 @@ def _check(source: str, spec: Any, value: Any, path: str) -> Any:
         out = {}
         for key, item in value.items():
             if key not in spec:
-                raise _unknown(source, key, path, spec)
-            out[key] = _check(source, spec[key], item, f"{path}.{key}" if path else str(key))
+                warnings.append(_ignored(source, key, path, spec))
+                continue
+            out[key] = _check(source, spec[key], item, f"{path}.{key}" if path else str(key), warnings)
         return out
     if isinstance(spec, list):
         if not isinstance(value, list):
             raise _type_error(source, path, "a list", value)
-        return [_check(source, spec[0], item, f"{path}[{i}]") for i, item in enumerate(value)]
-    return _leaf(source, spec, value, path)
+        return [_check(source, spec[0], item, f"{path}[{i}]", warnings) for i, item in enumerate(value)]
+    return _leaf(source, spec, value, path, warnings)
 
 
-def _leaf(source: str, kind: str, value: Any, path: str) -> Any:
-    simple = {"str": (str, "a string"), "bool": (bool, "true or false"), "list": (list, "a list")}
+def _leaf(source: str, kind: str, value: Any, path: str, warnings: list[str]) -> Any:
+    simple: dict[str, tuple[type, str]] = {
+        "str": (str, "a string"), "bool": (bool, "true or false"), "list": (list, "a list"),
+        "quantity": (str, "a quantity string such as 5Gi")}
     if kind in simple:
         typ, want = simple[kind]
         if not isinstance(value, typ):
             raise _type_error(source, path, want, value)
+        if kind == "quantity" and _quantity(str(value)) is None:
+            warnings.append(f"driver profile {source}: {path} {value!r} is not a quantity such as 5Gi; "
+                            "upstream reads the file but fails every test that sizes a volume with it")
         return value
-    if kind in ("int", "number"):
-        ok = (int,) if kind == "int" else (int, float)
-        if isinstance(value, bool) or not isinstance(value, ok):
-            raise _type_error(source, path, "an integer" if kind == "int" else "a number", value)
+    if kind == "int":  # YAML's 10.0 reaches Go's decoder as JSON 10
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _type_error(source, path, "an integer", value)
         return value
-    if kind == "quantity":
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise _type_error(source, path, "a quantity such as 5Gi", value)
-        try:
-            if parse_quantity(value) < 0:
-                raise ProfileError(f"driver profile {source}: {path} {value!r} is negative")
-        except ProfileError:
-            raise
-        except ValueError:
-            raise ProfileError(f"driver profile {source}: {path} {value!r} is not a quantity such as 5Gi") from None
-        return str(value)
-    if kind == "set":  # sets.String decodes from a mapping: `ext4: {}`
-        if not isinstance(value, dict):
+    if kind == "number":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _type_error(source, path, "a number", value)
+        return value
+    if kind == "set":  # sets.String decodes from a mapping of empty objects: `ext4: {}`
+        if not isinstance(value, dict) or not all(v is None or v == {} for v in value.values()):
             raise _type_error(source, path, "a mapping such as {ext4: {}} (upstream decodes a set)", value)
         return value
     if kind in ("strlist", "accessmodes"):
@@ -224,34 +242,72 @@ def _leaf(source: str, kind: str, value: Any, path: str) -> Any:
             raise _type_error(source, path, "a list of strings", value)
         for v in value if kind == "accessmodes" else ():
             if v not in ACCESS_MODES:
-                raise _unknown(source, v, path, ACCESS_MODES)
+                warnings.append(_ignored(source, v, path, ACCESS_MODES, "access mode",
+                                         "passed by upstream to claims, which the API server refuses"))
         return value
     if kind == "strmap":
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             raise _type_error(source, path, "a mapping of strings", value)
         return value
     if kind == "capabilities":
-        if not isinstance(value, dict):
-            raise _type_error(source, path, "a mapping of capability: true|false", value)
-        for cap, flag in value.items():
-            if cap not in UPSTREAM_CAPABILITIES:
-                raise _unknown(source, cap, path, UPSTREAM_CAPABILITIES)
-            if not isinstance(flag, bool):
-                raise _type_error(source, f"{path}.{cap}", "true or false", flag)
-        return value
-    if kind == "timeouts":  # decoded by encoding/json upstream: keys match case-insensitively
-        if not isinstance(value, dict):
-            raise _type_error(source, path, "a mapping of timeout: duration", value)
-        out = {}
-        for key, dur in value.items():
-            canonical = next((k for k in TIMEOUT_KEYS if k.lower() == str(key).lower()), None)
-            if canonical is None:
-                raise _unknown(source, key, path, TIMEOUT_KEYS)
-            if not isinstance(dur, str) or not _DURATION.match(dur):
-                raise _type_error(source, f"{path}.{key}", "a Go duration such as 5m or 90s", dur)
-            out[canonical] = dur
-        return out
+        return _capabilities(source, value, path, warnings)
+    if kind == "timeouts":
+        return _timeouts(source, value, path, warnings)
     raise AssertionError(f"unknown schema kind {kind}")
+
+
+def _quantity(text: str) -> Fraction | None:
+    try:
+        return parse_quantity(text)
+    except ValueError:
+        return None
+
+
+def _capabilities(source: str, value: Any, path: str, warnings: list[str]) -> dict[str, bool]:
+    """map[Capability]bool: any name decodes (a null flag is false); no suite reads a name
+    upstream does not define, so each such name is a warning."""
+    if not isinstance(value, dict):
+        raise _type_error(source, path, "a mapping of capability: true|false", value)
+    out = {}
+    for cap, flag in value.items():
+        if flag is not None and not isinstance(flag, bool):
+            raise _type_error(source, f"{path}.{cap}", "true or false", flag)
+        if cap not in UPSTREAM_CAPABILITIES:
+            warnings.append(_ignored(source, cap, path, UPSTREAM_CAPABILITIES, "capability",
+                                     "read by no upstream suite"))
+        out[str(cap)] = bool(flag)
+    return out
+
+
+def _timeouts(source: str, value: Any, path: str, warnings: list[str]) -> dict[str, str]:
+    """map[string]string, applied by GetTimeouts through encoding/json: a key matches a
+    timeout exactly or else case-insensitively, an unknown one is dropped, and one value that
+    is not a Go duration makes upstream log it and keep every default."""
+    if not isinstance(value, dict) or not all(isinstance(v, str) or v is None for v in value.values()):
+        raise _type_error(source, path, "a mapping of timeout: duration", value)
+    out: dict[str, str] = {}
+    for key in sorted(value, key=str):  # encoding/json sees them sorted; a later match wins
+        duration = value[key] or ""
+        if not _DURATION.match(duration):
+            warnings.append(f"driver profile {source}: {path}.{key} {duration!r} is not a Go duration such as "
+                            "5m or 90s; upstream then uses its default timeouts, all of them, and so does pvchaos")
+            return {}
+        canonical = key if key in TIMEOUT_KEYS else next((k for k in TIMEOUT_KEYS if k.lower() == str(key).lower()), None)
+        if canonical is None:
+            warnings.append(_ignored(source, key, path, TIMEOUT_KEYS, "timeout"))
+            continue
+        out[canonical] = duration
+    return out
+
+
+def _fs_types(info: Mapping[str, Any]) -> tuple[str, ...]:
+    """Upstream presets the set to {""} and decodes the file's entries into it (a JSON
+    object adds to a Go map); a null empties it."""
+    if "SupportedFsType" not in info:
+        return ("",)
+    if info["SupportedFsType"] is None:
+        return ()
+    return tuple(sorted({"", *info["SupportedFsType"]}))
 
 
 def _class_source(section: Mapping[str, Any] | None) -> str | None:
@@ -282,23 +338,29 @@ def _load_class_file(source: str, name: str, base: Path) -> dict[str, Any]:
 
 
 def parse_profile(data: Any, source: str = "<profile>", base_dir: Path | None = None) -> DriverProfile:
-    """Check a decoded driver file and build the profile; `base_dir` resolves FromFile."""
-    checked = _check(source, SCHEMA, data, "")
+    """Read a decoded driver file as upstream does and build the profile; `base_dir`
+    resolves FromFile. What upstream would pass over is in `warnings`."""
+    warnings: list[str] = []
+    checked = _check(source, SCHEMA, data, "", warnings)
     if not isinstance(checked, dict):
         raise ProfileError(f"driver profile {source}: the file is empty")
     info = checked.get("DriverInfo") or {}
     name = info.get("Name")
-    if not name:
-        raise ProfileError(f"driver profile {source}: DriverInfo.Name not set")
+    if not name:  # upstream's AddDriverDefinition refuses this too
+        first = f"; first of what upstream ignored: {warnings[0].split(': ', 1)[1]}" if warnings else ""
+        raise ProfileError(f"driver profile {source}: DriverInfo.Name not set{first}")
     sizes = info.get("SupportedSizeRange") or {}
-    size_min, size_max = sizes.get("Min") or DEFAULT_SIZE_MIN, sizes.get("Max")
-    if size_max is not None and parse_quantity(size_min) > parse_quantity(size_max):
-        raise ProfileError(f"driver profile {source}: DriverInfo.SupportedSizeRange.Min {size_min} "
-                           f"is larger than Max {size_max}")
-    num_topologies = info.get("NumAllowedTopologies")
-    if num_topologies is not None and num_topologies <= 0:
-        raise ProfileError(f"driver profile {source}: DriverInfo.NumAllowedTopologies must be positive, "
-                           f"got {num_topologies}")
+    size_min, size_max = sizes.get("Min") or DEFAULT_SIZE_MIN, sizes.get("Max") or None
+    low, high = _quantity(size_min), _quantity(size_max) if size_max else None
+    if low is not None and high is not None and low > high:
+        warnings.append(f"driver profile {source}: DriverInfo.SupportedSizeRange.Min {size_min} is larger than "
+                        f"Max {size_max} (upstream's default Min is {DEFAULT_SIZE_MIN}); upstream fails every test "
+                        "that sizes a volume")
+    num_topologies = info.get("NumAllowedTopologies") or 1  # upstream's topology suite reads 0 as 1
+    if num_topologies < 0:
+        warnings.append(f"driver profile {source}: DriverInfo.NumAllowedTopologies {num_topologies} is negative; "
+                        "read as 1")
+        num_topologies = 1
     caps = dict(info.get("Capabilities") or {})
     if caps.get("controllerExpansion"):  # as loadDriverDefinition does, for compatibility
         caps.setdefault("onlineExpansion", True)
@@ -310,18 +372,17 @@ def parse_profile(data: Any, source: str = "<profile>", base_dir: Path | None = 
         sc_obj = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": name}
     elif sc_source == "FromFile" and base_dir is not None:
         sc_obj = _load_class_file(source, sc["FromFile"], base_dir)
-    fs_types = info.get("SupportedFsType")
     return DriverProfile(
         name=name, short_name=checked.get("ShortName") or name, capabilities=caps,
-        topology_keys=tuple(info.get("TopologyKeys") or ()), num_allowed_topologies=num_topologies or 1,
+        topology_keys=tuple(info.get("TopologyKeys") or ()), num_allowed_topologies=num_topologies,
         size_min=size_min, size_max=size_max, storage_class_source=sc_source,
         storage_class_name=sc.get("FromExistingClassName") if sc_source == "FromExistingClassName" else None,
         storage_class=sc_obj, storage_class_file=sc.get("FromFile") if sc_source == "FromFile" else None,
         snapshot_class_source=_class_source(checked.get("SnapshotClass")),
-        supported_fs_types=tuple(fs_types) if fs_types is not None else ("",),
+        supported_fs_types=_fs_types(info),
         required_access_modes=tuple(info.get("RequiredAccessModes") or ()),
         inline_volumes=len(checked.get("InlineVolumes") or ()), timeouts=dict(checked.get("Timeouts") or {}),
-        source=source, raw=checked,
+        source=source, warnings=tuple(warnings), raw=checked,
     )
 
 

@@ -53,6 +53,8 @@ MARKERS = (
     "disruptive: injects faults (nodes, zones, labels, component restarts); runs on a cluster of its own",
     "scale: a PVC storm at scale (suites/test_scale.py); deselected unless --scale is given, and its "
     "cluster is sized by --scale-size",
+    "stress: many pods with a volume each on one node, timed (suites/test_volume_stress.py; --stress-pods); "
+    "certify's scale tier",
     "needs(*capabilities): the capabilities a test requires (clusters.backend.Capability); "
     "it skips with a reason without them, and an unknown word is a collection error",
     "cluster(**options): the local cluster this test needs (feature gates, disabled controllers...)",

@@ -3,8 +3,9 @@ tells them: `pip install -c requirements.lock <pvchaos>` into a fresh virtualenv
 example project from that page (read from the page, so the docs cannot drift from what
 runs), next to packages of the team's own named `tools`, `kube`, `chaos`, `drivers`,
 `clusters` and `conformance`; then the team's plain tests and the pvchaos suite under
-plain pytest, and the suite under `pvchaos run PATH`. Nothing here imports from this
-checkout: the plugin comes from the installed package's `pytest11` entry point.
+plain pytest, and the suite under `pvchaos run PATH` beside a built-in suite, which the
+wheel carries (`--suites reclaim`, run outside any checkout). Nothing here imports from
+this checkout: the plugin comes from the installed package's `pytest11` entry point.
 """
 
 from __future__ import annotations
@@ -92,15 +93,21 @@ def test_a_teams_project_runs_from_a_fresh_virtualenv_with_plain_pytest_and_pvch
     assert "plugins:" in out and "pvchaos" in out.split("plugins:", 1)[1].splitlines()[0], "loaded by entry point"
     assert "pvchaos summary" in out and re.search(r"^volume_scheduling\s+5\s+0", out, re.M), out[-3000:]
 
-    done = subprocess.run([str(venv / "bin" / "pvchaos"), "run", "tests", "--zones", "2", "--workers", "1"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=1200, check=False)
+    # The team's suite beside a built-in one (docs/writing-suites.md): the wheel carries the
+    # built-in suites, so `--suites reclaim` runs here, far from any checkout, in the same session.
+    done = subprocess.run([str(venv / "bin" / "pvchaos"), "run", "tests", "--suites", "reclaim", "--zones", "2",
+                           "--workers", "1"], cwd=project, env=env, capture_output=True, text=True, timeout=1200,
+                          check=False)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-5000:]
     assert re.search(r"^(test_)?volume_scheduling\s+5\s+0", out, re.M), out[-3000:]  # Allure names the module
+    assert re.search(r"^(test_)?reclaim\s+3\s+0\s+0\s+0", out, re.M), out[-3000:]
     assert (project / "reports" / "html" / "index.html").is_file(), sorted(p.name for p in project.iterdir())
 
     site = next((venv / "lib").glob("python3*/site-packages"))
     assert (site / "pvchaos" / "kube" / "kinds.py").is_file()
+    assert (site / "pvchaos" / "_suites" / "test_reclaim.py").is_file() and not (site / "suites").exists()
+    assert (site / "pvchaos" / "_kind_config" / "multizone.yaml").is_file()
     clashes = [n for n in OWN_PACKAGES if (site / n).exists()]
     assert not clashes, f"pvchaos installed top-level packages that shadow a project's own: {clashes}"
     left = [p.name for p in (tmp_path / "state").glob("*") if p.name != ".lock"]  # the registry's lock file stays

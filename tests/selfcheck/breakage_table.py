@@ -200,6 +200,8 @@ TABLE: dict[str, Entry] = {
         "mode; no switch makes it evict in that mode, so the test is proven on its first half"),
     f"{ZO}::test_partial_zone_disruption_stops_tainting": _e(
         "zone-threshold", "the node-lifecycle controller's unhealthy-zone threshold is what stops the tainting"),
+    "test_volume_stress::test_pods_with_volumes_on_one_node": _e(
+        "provisioner", "the provisioner creates every volume the pods wait for, and deletes each one after its claim"),
 }
 
 

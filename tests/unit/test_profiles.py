@@ -1,4 +1,5 @@
-"""Driver profiles: upstream's external storage test driver file, read strictly."""
+"""Driver profiles: upstream's external storage test driver file, read as upstream reads it;
+what upstream passes over silently is a warning naming the key and the nearest valid one."""
 
 from __future__ import annotations
 
@@ -67,58 +68,91 @@ def test_defaults_follow_load_driver_definition() -> None:
     assert p.capabilities["onlineExpansion"] and p.capabilities["offlineExpansion"]
 
 
+def warned(data: dict) -> list[str]:
+    """The warnings of an accepted profile, without the file prefix."""
+    p = parse_profile(data, "p.yaml")
+    assert all("\n" not in w and w.startswith("driver profile p.yaml: ") for w in p.warnings)
+    return [w.removeprefix("driver profile p.yaml: ") for w in p.warnings]
+
+
 @pytest.mark.parametrize("data,expected", [
     ({"DriverInfo": {"Name": "x", "Capabilites": {}}},
-     "unknown key 'Capabilites' in DriverInfo; did you mean 'Capabilities'?"),
+     "unknown key 'Capabilites' in DriverInfo, ignored, as upstream ignores it; did you mean 'Capabilities'?"),
     ({"DriverInfo": {"Name": "x", "Capabilities": {"topolgy": True}}},
-     "unknown key 'topolgy' in DriverInfo.Capabilities; did you mean 'topology'?"),
-    ({"DriverInfo": {"name": "x"}}, "unknown key 'name' in DriverInfo; did you mean 'Name'?"),
-    ({"Driverinfo": {"Name": "x"}}, "unknown key 'Driverinfo' at the top level; did you mean 'DriverInfo'?"),
+     "unknown capability 'topolgy' in DriverInfo.Capabilities, read by no upstream suite; did you mean 'topology'?"),
+    ({"DriverInfo": {"Name": "x", "name": "y"}},
+     "key 'name' in DriverInfo is ignored, as upstream ignores it (names match case-sensitively there); "
+     "did you mean 'Name'?"),
     ({"DriverInfo": {"Name": "x"}, "StorageClass": {"FromExistingClass": "gold"}},
-     "unknown key 'FromExistingClass' in StorageClass; did you mean 'FromExistingClassName'?"),
+     "unknown key 'FromExistingClass' in StorageClass, ignored, as upstream ignores it; "
+     "did you mean 'FromExistingClassName'?"),
     ({"DriverInfo": {"Name": "x", "StressTestOptions": {"NumPods": 1, "NumSnapshots": 2}}},
-     "unknown key 'NumSnapshots' in DriverInfo.StressTestOptions; 'NumSnapshots' belongs in "
-     "DriverInfo.VolumeSnapshotStressTestOptions or DriverInfo.VolumeGroupSnapshotStressTestOptions"),
+     "unknown key 'NumSnapshots' in DriverInfo.StressTestOptions, ignored, as upstream ignores it; 'NumSnapshots' "
+     "belongs in DriverInfo.VolumeSnapshotStressTestOptions or DriverInfo.VolumeGroupSnapshotStressTestOptions"),
     ({"DriverInfo": {"Name": "x"}, "InlineVolumes": [{"Attributes": {}, "Sharde": True}]},
-     "unknown key 'Sharde' in InlineVolumes[0]; did you mean 'Shared'?"),
+     "unknown key 'Sharde' in InlineVolumes[0], ignored, as upstream ignores it; did you mean 'Shared'?"),
     ({"DriverInfo": {"Name": "x"}, "Timeouts": {"PodStartt": "5m"}},
-     "unknown key 'PodStartt' in Timeouts; did you mean 'PodStart'?"),
+     "unknown timeout 'PodStartt' in Timeouts, ignored, as upstream ignores it; did you mean 'PodStart'?"),
     ({"DriverInfo": {"Name": "x", "RequiredAccessModes": ["ReadWriteOnly"]}},
-     "unknown key 'ReadWriteOnly' in DriverInfo.RequiredAccessModes; did you mean 'ReadWriteOnce'?"),
+     "unknown access mode 'ReadWriteOnly' in DriverInfo.RequiredAccessModes, passed by upstream to claims, "
+     "which the API server refuses; did you mean 'ReadWriteOnce'?"),
+    ({"DriverInfo": {"Name": "x"}, "Bogus": 1}, "unknown key 'Bogus' at the top level, ignored, as upstream "
+     "ignores it; valid: ShortName, DriverInfo, StorageClass, VolumeAttributesClass, SnapshotClass, "
+     "GroupSnapshotClass, InlineVolumes, ClientNodeName, NodeSelectors, Timeouts"),
 ])
-def test_typos_are_refused_with_the_nearest_key(data: dict, expected: str) -> None:
-    assert refused(data) == expected
+def test_what_upstream_ignores_is_a_warning_with_the_nearest_key(data: dict, expected: str) -> None:
+    """Accepted, as upstream accepts it; a key unknown in every spelling is named unknown,
+    a key in another case says upstream's names are case-sensitive."""
+    assert warned(data) == [expected]
 
 
-def test_impossible_values_are_refused() -> None:
-    assert refused(profile(SupportedSizeRange={"Min": "20Gi", "Max": "10Gi"})) == \
-        "DriverInfo.SupportedSizeRange.Min 20Gi is larger than Max 10Gi"
-    assert refused(profile(SupportedSizeRange={"Max": "1Gi"})) == \
-        "DriverInfo.SupportedSizeRange.Min 5Gi is larger than Max 1Gi"  # upstream's default Min
-    assert refused(profile(SupportedSizeRange={"Min": "10 Gi"})) == \
-        "DriverInfo.SupportedSizeRange.Min '10 Gi' is not a quantity such as 5Gi"
-    assert refused(profile(NumAllowedTopologies=0)) == "DriverInfo.NumAllowedTopologies must be positive, got 0"
-    assert refused(profile(NumAllowedTopologies=-2)) == "DriverInfo.NumAllowedTopologies must be positive, got -2"
-    assert refused({"DriverInfo": {"SupportedSizeRange": {"Min": "1Gi"}}}) == "DriverInfo.Name not set"
+def test_ignored_keys_leave_the_fields_as_upstream_leaves_them() -> None:
+    p = parse_profile({"DriverInfo": {"Name": "x", "topologyKeys": ["k"], "Capabilities": {"Topology": True}},
+                       "storageClass": {"FromName": True}, "InlineVolumes": [{"shared": True}]})
+    assert p.topology_keys == () and not p.dynamic and not p.has("topology")
+    assert p.raw["InlineVolumes"] == [{}] and p.inline_volumes == 1
+    assert len(p.warnings) == 4
+
+
+def test_values_no_upstream_test_can_use_are_warnings() -> None:
+    assert warned(profile(SupportedSizeRange={"Min": "20Gi", "Max": "10Gi"})) == [
+        "DriverInfo.SupportedSizeRange.Min 20Gi is larger than Max 10Gi (upstream's default Min is 5Gi); "
+        "upstream fails every test that sizes a volume"]
+    assert len(warned(profile(SupportedSizeRange={"Max": "1Gi"}))) == 1  # against upstream's default Min
+    assert warned(profile(SupportedSizeRange={"Min": "10 Gi"})) == [
+        "DriverInfo.SupportedSizeRange.Min '10 Gi' is not a quantity such as 5Gi; upstream reads the file but "
+        "fails every test that sizes a volume with it"]
+    assert parse_profile(profile(NumAllowedTopologies=0)).num_allowed_topologies == 1  # upstream's topology suite
+    assert warned(profile(NumAllowedTopologies=-2)) == ["DriverInfo.NumAllowedTopologies -2 is negative; read as 1"]
     p = parse_profile(profile(SupportedSizeRange={"Min": "1Gi", "Max": "1024Mi"}))
-    assert (p.size_min, p.size_max) == ("1Gi", "1024Mi")
+    assert (p.size_min, p.size_max, p.warnings) == ("1Gi", "1024Mi", ())
 
 
-def test_wrong_types_are_refused() -> None:
+def test_what_upstream_refuses_is_refused() -> None:
+    assert refused({"DriverInfo": {"SupportedSizeRange": {"Min": "1Gi"}}}) == "DriverInfo.Name not set"
     assert refused(profile(Capabilities={"persistence": "yes"})) == \
-        "DriverInfo.Capabilities.persistence must be true or false, got str 'yes'"
+        "DriverInfo.Capabilities.persistence must be true or false, got str 'yes' (upstream's decoder refuses it too)"
     assert "upstream decodes a set" in refused(profile(SupportedFsType=["ext4", "xfs"]))
-    assert refused(profile(NumAllowedTopologies=1.5)) == "DriverInfo.NumAllowedTopologies must be an integer, got float 1.5"
-    assert refused({"DriverInfo": {"Name": "x"}, "Timeouts": {"PodStart": "5 minutes"}}) == \
-        "Timeouts.PodStart must be a Go duration such as 5m or 90s, got str '5 minutes'"
+    assert "upstream decodes a set" in refused(profile(SupportedFsType={"ext4": ""}))
+    assert refused(profile(NumAllowedTopologies=1.5)) == \
+        "DriverInfo.NumAllowedTopologies must be an integer, got float 1.5 (upstream's decoder refuses it too)"
+    assert refused(profile(SupportedSizeRange={"Min": 5})) == \
+        "DriverInfo.SupportedSizeRange.Min must be a quantity string such as 5Gi, got int 5 (upstream's decoder refuses it too)"
+    assert refused({"DriverInfo": {"Name": "x"}, "Timeouts": {"PodStart": 5}}).startswith("Timeouts must be")
+    assert refused({"DriverInfo": {"Name": "x"}, "InlineVolumes": {"Shared": True}}).startswith("InlineVolumes must be a list")
 
 
-def test_set_fields_take_upstream_mappings_and_timeouts_ignore_case() -> None:
+def test_set_fields_add_to_upstreams_default_and_timeouts_ignore_case() -> None:
     data = yaml.safe_load('DriverInfo:\n  Name: x\n  SupportedFsType: {"ext4", "xfs"}\n'
                           '  SupportedMountOption:\nTimeouts:\n  podStart: 90s\n  ClaimProvision: 1h30m\n')
     p = parse_profile(data)
-    assert p.supported_fs_types == ("ext4", "xfs")
-    assert p.timeouts == {"PodStart": "90s", "ClaimProvision": "1h30m"}
+    assert p.supported_fs_types == ("", "ext4", "xfs"), "a JSON object adds to the preset {''}"
+    assert p.timeouts == {"PodStart": "90s", "ClaimProvision": "1h30m"} and p.warnings == ()
+    assert parse_profile({"DriverInfo": {"Name": "x", "SupportedFsType": None}}).supported_fs_types == ()
+    both = parse_profile({"DriverInfo": {"Name": "x"}, "Timeouts": {"PodStart": "1m", "podstart": "2m"}})
+    assert both.timeouts == {"PodStart": "2m"}, "encoding/json sees the keys sorted; the later match wins"
+    bad = parse_profile({"DriverInfo": {"Name": "x"}, "Timeouts": {"PodStart": "5 minutes", "PVDelete": "1m"}})
+    assert bad.timeouts == {} and len(bad.warnings) == 1, "upstream keeps every default then"
 
 
 def test_storage_class_sources_follow_upstream_precedence(tmp_path: Path) -> None:
