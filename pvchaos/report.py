@@ -542,6 +542,9 @@ def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | N
             lines += [f"- `{component}` (effective flags; the last of a repeated flag wins): "
                       + "; ".join(f"`{fl}`" for fl in flag_lines),
                       "  - feature gates: " + "; ".join(f"`{g}`" for g in ran.gates.get(component, []))]
+    if ran is not None and ran.storage:
+        lines += ["", "## Storage", ""]
+        lines += [f"- {key}: " + "; ".join(f"`{v}`" for v in values) for key, values in ran.storage.items()]
     lines += ["", "Report: `html/index.html` (opens from disk); JUnit: `junit.xml`."]
     lay.root.mkdir(parents=True, exist_ok=True)
     lay.summary.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -80,6 +80,9 @@ def test_pod_pinned_outside_allowed_topologies_fails(ws: Workspace) -> None:
     zones = ws.zones()
     sc = ws.storage_class("zonal-wffc", "WaitForFirstConsumer", zones[:1])
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    # The claim through a watch before its pod: else the scheduler may judge the pod
+    # before its cache holds the claim ("persistentvolumeclaim not found").
+    x.claim_stays_pending(ws, "data", "WAIT_FOR_CONSUMER")
     ws.create(b.pod("app", ("data",), node_selector={ZONE_KEY: zones[-1]}))
     x.pod_unschedulable(ws, "app", "NO_PV_TO_BIND")
     x.phase_now(ws, "PersistentVolumeClaim", "data", "Pending")  # nothing may be provisioned
@@ -90,6 +93,7 @@ def test_pod_pinned_outside_allowed_topologies_fails(ws: Workspace) -> None:
 def test_unbound_immediate_claim_blocks_pod(ws: Workspace) -> None:
     """An Immediate claim that cannot bind (no class, no PV) keeps its pod unschedulable."""
     ws.create(b.persistent_volume_claim("data", "1Gi", "", selector={"matchLabels": {"pvchaos.dev/none": "x"}}))
+    x.claim_stays_pending(ws, "data", "NO_PV_NO_CLASS")  # in the caches before its pod
     ws.create(b.pod("app", ("data",)))
     x.pod_unschedulable(ws, "app", "UNBOUND_IMMEDIATE")
 

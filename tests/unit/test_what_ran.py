@@ -60,3 +60,14 @@ def test_the_environment_names_the_provisioner_each_cluster_ran(tmp_path: Path) 
     env = report.ran_environment(report.what_ran(results))
     assert env["provisioner"] == f"{csi['provisioner']} | test double"
     assert env["external-attacher"] == "v4.13.0"
+
+
+def test_the_summary_names_the_drivers_limit_and_capacity(tmp_path: Path) -> None:
+    results = tmp_path / "allure-results"
+    results.mkdir()
+    (results / "pvchaos-ran-gw0-a.json").write_text(json.dumps(
+        {"cluster": "gw0-a", "components": {}, "warnings": [],
+         "storage": {"csi volume limit": "no volume limit (0: unlimited)", "csi capacity": "not tracked"}}))
+    summary = report.write_summary_md(tmp_path, [], ran=report.what_ran(results)).read_text()
+    assert "- csi volume limit: `no volume limit (0: unlimited)`" in summary
+    assert "- csi capacity: `not tracked`" in summary
