@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from pvchaos.clusters import csi
 from pvchaos.clusters.backend import ClusterHandle
 from pvchaos.clusters.common.processes import ProcessRecord, is_ours
 from pvchaos.clusters.local.registry import ClusterState
+from pvchaos.conformance import command_lines as cl
 from pvchaos.kube import kinds
 from pvchaos.kube.client import Kube
 from pvchaos.kube.errors import ApiError
@@ -99,3 +103,47 @@ def csi_not_running(directory: Path | None) -> list[str]:
     the harness runs no stack here and cannot know."""
     marker = str(directory)
     return [name for name, rec in csi_processes(directory).items() if not is_ours(rec, marker)]
+
+
+# Extra flags a local cluster's configuration appends to a component (`--kcm-flag`, a
+# plugin's hook): given by someone, but not the harness's own choice.
+_EXTRA_FLAGS = {"kube-controller-manager": "extra_kcm_flags", "kube-apiserver": "extra_apiserver_flags"}
+
+
+def harness_command_lines(directory: Path | None) -> dict[str, list[str]]:
+    """What the harness itself gave each process it started (local control plane and the
+    CSI stack on local and kind): the recorded argv without the configuration's extra
+    flags. Empty where the harness starts no process (kind's and existing control planes)."""
+    if directory is None:
+        return {}
+    out = {name: list(rec.argv) for name, rec in csi_processes(directory).items()}
+    if not (directory / "state.json").exists():
+        return out
+    try:
+        state = ClusterState.load(directory)
+    except (OSError, ValueError, KeyError):
+        return out
+    config = state.settings.get("config") or {}
+    for name, rec in state.processes.items():
+        if name in COMPONENTS:
+            extras = list(config.get(_EXTRA_FLAGS.get(name, ""), None) or [])
+            argv = list(rec.argv)
+            if extras and argv[-len(extras):] == extras:
+                argv = argv[:-len(extras)]
+            out[name] = argv
+    return out
+
+
+def scheduler_config(argv: list[str]) -> tuple[dict[str, Any] | None, str]:
+    """The KubeSchedulerConfiguration kube-scheduler was started with, as it reads its
+    `--config` file here (local: a host file), and where it came from. (None, why) when
+    there is no --config (upstream's defaults) or the file is not readable from here
+    (kind: inside the node)."""
+    path = cl.effective_flags(argv).get("config")
+    if not path:
+        return None, "no --config: upstream's default profile"
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        return None, f"--config {path} not readable here ({type(exc).__name__})"
+    return (data if isinstance(data, dict) else None), f"--config {path}"

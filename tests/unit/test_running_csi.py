@@ -44,3 +44,23 @@ def test_kinds_process_book_is_read_and_no_stack_is_no_knowledge(tmp_path: Path)
     assert running.csi_not_running(tmp_path) == ["csi-attacher"]
     assert running.csi_not_running(tmp_path / "nothing") == []
     assert running.csi_not_running(None) == []
+
+
+def test_the_harness_own_command_line_leaves_out_the_configurations_extra_flags(tmp_path: Path) -> None:
+    kcm = ["kube-controller-manager", "--node-monitor-grace-period=8s", "--node-monitor-grace-period=40s"]
+    (tmp_path / "state.json").write_text(json.dumps({
+        "name": "c1", "owner_pid": 1, "k8s_version": "v1.35.4",
+        "settings": {"config": {"extra_kcm_flags": ["--node-monitor-grace-period=40s"]}},
+        "processes": {"kube-controller-manager": _record("kube-controller-manager", 1, kcm, tmp_path)}}))
+    assert running.harness_command_lines(tmp_path)["kube-controller-manager"] == kcm[:2]
+
+
+def test_the_schedulers_config_file_is_read_where_it_is_on_this_host(tmp_path: Path) -> None:
+    config = tmp_path / "scheduler.yaml"
+    config.write_text("profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: VolumeZone\n")
+    data, source = running.scheduler_config(["kube-scheduler", f"--config={config}"])
+    assert data == {"profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "VolumeZone"}]}}}]}
+    assert source == f"--config {config}"
+    assert running.scheduler_config(["kube-scheduler"]) == (None, "no --config: upstream's default profile")
+    missing, why = running.scheduler_config(["kube-scheduler", "--config=/etc/kubernetes/sched.yaml"])
+    assert missing is None and "not readable here" in why
