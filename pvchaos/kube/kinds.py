@@ -174,5 +174,13 @@ def events_for(kube: Kube, obj: Obj) -> list[Obj]:
     return sorted(items, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
 
 
+def pod_log(kube: Kube, name: str, namespace: str, container: str | None = None) -> str:
+    """What a pod's container printed, as its kubelet serves it: what the pod itself
+    read and wrote, where a node's directory only shows what lies there."""
+    kwargs: dict[str, Any] = {"container": container} if container else {}
+    resp = kube.core.read_namespaced_pod_log(name, namespace, _preload_content=False, **kwargs)
+    return str(resp.data.decode(errors="replace"))
+
+
 def event_lines(events: list[Obj]) -> list[str]:
     return [f"{e.get('type')} {e.get('reason')}: {e.get('message', '').strip()}" for e in events]
