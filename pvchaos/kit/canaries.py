@@ -212,8 +212,8 @@ class _Canaries:
                     "plugin enabled?")
         stuck = (f"WaitForFirstConsumer claims are not provisioned: the claim stayed Pending for "
                  f"{CANARY_TIMEOUT:.0f} s after node {node} was selected")
-        said = words.provisioning_failure(kinds.events_for(self.ws.kube, {**(claim or {}),
-                                                                          "kind": "PersistentVolumeClaim"}))
+        about = claim or {"metadata": {"name": "canary-dynamic", "namespace": self.ws.namespace}}
+        said = words.provisioning_failure(kinds.events_for(self.ws.kube, {**about, "kind": "PersistentVolumeClaim"}))
         if said:
             return f"{stuck}; {said}"
         down = self.not_running()
