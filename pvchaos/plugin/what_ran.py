@@ -59,6 +59,6 @@ def _scheduler(argv: list[str]) -> dict[str, object]:
     """The scheduler's profiles as it loaded them (enabled and disabled plugins) and its
     retry timing; "unknown" where its --config file is not readable from here."""
     config, source = running.scheduler_config(argv)
-    if config is None and "--config" in source:
+    if config is None and source.startswith("--config"):  # a file named, not readable from here
         return {"config": source, "profiles": "unknown", "scheduler timing": "unknown"}
     return {"config": source, "profiles": cl.scheduler_profiles(config), "scheduler timing": cl.scheduler_timing(config)}

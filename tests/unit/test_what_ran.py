@@ -121,3 +121,11 @@ def test_the_summary_shows_timing_and_the_schedulers_plugins(tmp_path: Path) -> 
     env = report.ran_environment(ran)
     assert "VolumeBinding" in env["kube-scheduler plugins (as run)"]
     assert "pvclaimbinder-sync-period=15s (default)" in env["kube-controller-manager timing (as run)"]
+
+
+def test_without_config_the_scheduler_runs_the_default_profile_and_unreadable_is_unknown() -> None:
+    from pvchaos.plugin import what_ran
+    default = what_ran._scheduler(["kube-scheduler", "--kubeconfig=/x"])
+    assert default["profiles"] == {"default-scheduler": {"enabled": list(cl.DEFAULT_SCHEDULER_PLUGINS), "disabled": []}}
+    unknown = what_ran._scheduler(["kube-scheduler", "--config=/etc/kubernetes/nowhere.yaml"])
+    assert unknown["profiles"] == "unknown" and "not readable here" in str(unknown["config"])
