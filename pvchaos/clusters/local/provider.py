@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
 from pvchaos.clusters.common.gates import check_feature_gates
+from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.local.registry import destroy, list_clusters
@@ -47,6 +48,7 @@ class LocalProvider:
             disabled_scheduler_plugins=tuple(args.disable_scheduler_plugin),
             extra_kcm_flags=tuple(args.kcm_flag),
             provisioner=not args.no_provisioner, provisioner_kind=args.provisioner,
+            csi=CsiOptions(max_volumes_per_node=args.csi_max_volumes_per_node),
         )
         return LocalCluster(cfg, detached=True).up()
 
