@@ -15,7 +15,7 @@ from typing import Any
 # Flags whose values are per cluster (ports, addresses, files): left out of the summary,
 # which compares configurations, not instances.
 _INSTANCE_FLAG_WORDS = ("port", "address", "servers", "file", "dir", "kubeconfig", "cert", "key", "ca", "url",
-                        "secure", "path", "etcd-prefix", "master", "bind", "authorization-webhook", "token")
+                        "secure", "path", "etcd-prefix", "master", "bind", "authorization-webhook", "token", "endpoint")
 
 
 def flag_occurrences(argv: Sequence[str]) -> list[tuple[str, str]]:
@@ -96,7 +96,7 @@ TIMING_FLAGS: dict[str, dict[str, str]] = {
 }
 # KubeSchedulerConfiguration fields that time the scheduler's retries, with their defaults.
 SCHEDULER_TIMING = {"podInitialBackoffSeconds": "1", "podMaxBackoffSeconds": "10",
-                    "percentageOfNodesToScore": "0 (adaptive)"}
+                    "percentageOfNodesToScore": "adaptive"}
 # kube-scheduler v1.35's default multiPoint plugins (pkg/scheduler/apis/config/v1/
 # default_plugins.go), DynamicResources included (DynamicResourceAllocation is GA, on).
 DEFAULT_SCHEDULER_PLUGINS = (
