@@ -62,12 +62,13 @@ def attachment_problem(attachment: KubeObject | None, driver: KubeObject | None,
     error = dig(attachment, "status", "attachError", "message")
     if error:
         return f"VolumeAttachment {name}: the attacher of {attacher} reports attachError: {error}{tail}"
-    status = dig(attachment, "status")
-    if not status:
-        required = dig(driver, "spec", "attachRequired")
-        why = ("CSIDriver {0} has attachRequired: true" if required else
-               "CSIDriver {0} does not say attachRequired: true" if driver is not None else "no CSIDriver {0}")
-        ask = down or f"is the external-attacher of {attacher} running?"
-        return (f"VolumeAttachment {name} has no status at all: no attacher answered it ({why.format(attacher)}); "
-                f"{ask}")
-    return f"VolumeAttachment {name} says attached: {dig(attachment, 'status', 'attached')}, no attachError{tail}"
+    if dig(attachment, "status", "attached") is True:
+        return f"VolumeAttachment {name} is attached{tail}"
+    # No attachError and not attached: nothing answered (the attach/detach controller
+    # writes no status, or only attached: false; an attacher writes one or the other).
+    required = dig(driver, "spec", "attachRequired")
+    why = ("CSIDriver {0} has attachRequired: true" if required else
+           "CSIDriver {0} does not say attachRequired: true" if driver is not None else "no CSIDriver {0}")
+    ask = down or f"is the external-attacher of {attacher} running?"
+    said = "has no status at all" if not dig(attachment, "status") else "says attached: false with no attachError"
+    return f"VolumeAttachment {name} {said}: no attacher answered it ({why.format(attacher)}); {ask}"

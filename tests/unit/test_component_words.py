@@ -48,3 +48,10 @@ def test_no_status_at_all_names_the_attacher_and_what_the_harness_knows() -> Non
 def test_no_attachment_names_the_attach_detach_controller() -> None:
     text = words.attachment_problem(None, DRIVER, "pv-1", "n1")
     assert text.startswith("no VolumeAttachment of pv-1 to n1 exists: the attach/detach controller")
+
+
+def test_attached_false_without_an_error_is_an_attacher_that_never_answered() -> None:
+    text = words.attachment_problem(_va({"attached": False}), DRIVER, "pv-1", "n1", ["csi-attacher"])
+    assert text == ("VolumeAttachment csi-123 says attached: false with no attachError: no attacher answered it "
+                    "(CSIDriver csi.pvchaos.dev has attachRequired: true); the harness's external-attacher "
+                    "(csi-attacher) is not running")
