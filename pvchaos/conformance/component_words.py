@@ -29,12 +29,25 @@ def _source(event: KubeObject) -> str:
                or dig(event, "reportingComponent") or "")
 
 
+def _order(event: KubeObject) -> tuple[int, str]:
+    """Events in the order they were last written: resourceVersion (etcd's revision, which
+    also moves when a repeated event's count goes up), then the second-grained time."""
+    rv = str(dig(event, "metadata", "resourceVersion", default=""))
+    return (int(rv) if rv.isdigit() else -1, str(dig(event, "lastTimestamp") or dig(event, "eventTime") or ""))
+
+
 def provisioning_failure(events: Sequence[KubeObject]) -> str | None:
-    """The newest ProvisioningFailed event's message with who sent it, or None."""
-    failed = [e for e in events if dig(e, "reason") == PROVISIONING_FAILED and dig(e, "message")]
+    """The newest ProvisioningFailed event that still stands, with who sent it, or None.
+    A failure stands while it is what its sender said last: the PV controller's
+    `storageclass ... not found` for a class it had not seen yet is followed by its
+    ExternalProvisioning once it has, and is then no cause."""
+    latest: dict[str, KubeObject] = {}
+    for e in sorted(events, key=_order):
+        latest[_source(e)] = e
+    failed = [e for e in latest.values() if dig(e, "reason") == PROVISIONING_FAILED and dig(e, "message")]
     if not failed:
         return None
-    last = max(failed, key=lambda e: str(dig(e, "lastTimestamp") or dig(e, "eventTime") or ""))
+    last = max(failed, key=_order)
     who = _source(last)
     return f"{who + ' says' if who else 'the provisioner says'} (ProvisioningFailed): {str(dig(last, 'message')).strip()}"
 

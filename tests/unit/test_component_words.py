@@ -9,8 +9,9 @@ from pvchaos.conformance import component_words as words
 NO_KEY = ("error generating accessibility requirements: no topology key found for node zone-a-1")
 
 
-def _event(reason: str, message: str, when: str, source: str = "csi.pvchaos.dev_host_1") -> dict:
-    return {"reason": reason, "message": message, "lastTimestamp": when, "source": {"component": source}}
+def _event(reason: str, message: str, when: str, source: str = "csi.pvchaos.dev_host_1", rv: int = 0) -> dict:
+    return {"reason": reason, "message": message, "lastTimestamp": when, "source": {"component": source},
+            "metadata": {"resourceVersion": str(rv or int(when[-3:-1]))}}
 
 
 def test_the_newest_provisioning_failure_is_quoted_with_its_sender() -> None:
@@ -55,3 +56,16 @@ def test_attached_false_without_an_error_is_an_attacher_that_never_answered() ->
     assert text == ("VolumeAttachment csi-123 says attached: false with no attachError: no attacher answered it "
                     "(CSIDriver csi.pvchaos.dev has attachRequired: true); the harness's external-attacher "
                     "(csi-attacher) is not running")
+
+
+def test_a_failure_its_sender_has_moved_past_is_not_quoted() -> None:
+    """The PV controller's "class not found" for a class it had not seen yet, then its
+    ExternalProvisioning once it had, in the same second: the provisioner said nothing."""
+    gone = _event("ProvisioningFailed", 'storageclass.storage.k8s.io "c" not found', "2026-01-01T00:00:05Z",
+                  "persistentvolume-controller", rv=101)
+    handed = _event("ExternalProvisioning", "Waiting for a volume to be created by csi.pvchaos.dev",
+                    "2026-01-01T00:00:05Z", "persistentvolume-controller", rv=102)
+    assert words.provisioning_failure([gone, handed]) is None
+    failing = [handed, _event("Provisioning", "External provisioner is provisioning volume", "2026-01-01T00:00:06Z",
+                              rv=103), _event("ProvisioningFailed", NO_KEY, "2026-01-01T00:00:06Z", rv=104)]
+    assert words.provisioning_failure([gone, *failing]) == f"csi.pvchaos.dev_host_1 says (ProvisioningFailed): {NO_KEY}"
