@@ -43,6 +43,8 @@ def _cluster_up(args: argparse.Namespace) -> int:
         backend = providers.provider(args.backend)
     except ValueError as exc:
         raise ClusterError(str(exc)) from None
+    if args.csi_max_volumes_per_node and args.backend != "local":
+        raise ClusterError(f"cluster up --backend {args.backend}: --csi-max-volumes-per-node is for the local backend")
     handle = backend.cluster_up(args)
     print(f"export KUBECONFIG={handle.kubeconfig}")
     return 0
@@ -160,6 +162,9 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--kcm-flag", action="append", default=[], metavar="FLAG", type=arguments.component_flag,
                     help="an extra kube-controller-manager flag, e.g. --kube-api-qps=100 (repeatable)")
     up.add_argument("--no-provisioner", action="store_true", help="no dynamic provisioning at all")
+    up.add_argument("--csi-max-volumes-per-node", type=arguments.volume_limit, default=0, metavar="N",
+                    help="the CSI driver's volume limit per node (CSINode allocatable.count); 0, the default, is "
+                         "no limit (local backend)")
     up.add_argument("--provisioner", choices=PROVISIONER_KINDS, default="csi",
                     help="csi: upstream's external-provisioner and external-attacher with pvchaos-csi (default); "
                          "test-double: the old test provisioner, for comparison")

@@ -317,6 +317,21 @@ class Ran:
     gates: dict[str, list[str]]  # component -> distinct gate lines
     warnings: list[str]
     storage: dict[str, list[str]] = field(default_factory=dict)  # "provisioner" -> distinct values
+    timing: dict[str, list[str]] = field(default_factory=dict)  # component -> distinct timing lines
+    plugins: list[str] = field(default_factory=list)  # distinct kube-scheduler profile lines
+
+
+def _timing_line(timing: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(timing.items()))
+
+
+def _profile_lines(seen: Mapping[str, Any]) -> list[str]:
+    """One line per scheduler profile: what it disables, and the plugins that run."""
+    profiles = seen.get("profiles")
+    if not isinstance(profiles, Mapping):
+        return [f"plugins unknown ({seen.get('config', 'no config read')})"] if profiles else []
+    return [f"{name}: disabled {', '.join(p['disabled']) or 'none'}; runs {', '.join(p['enabled'])}"
+            for name, p in sorted(profiles.items())]
 
 
 def what_ran(results_dir: Path) -> Ran:
@@ -325,6 +340,8 @@ def what_ran(results_dir: Path) -> Ran:
     gates: dict[str, list[str]] = {}
     warnings: list[str] = []
     storage: dict[str, list[str]] = {}
+    timing: dict[str, list[str]] = {}
+    plugins: list[str] = []
     for path in sorted(Path(results_dir).glob("pvchaos-ran-*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -339,6 +356,15 @@ def what_ran(results_dir: Path) -> Ran:
                 configurations[component].append(line)
             if gate not in gates[component]:
                 gates[component].append(gate)
+            if seen.get("timing"):
+                lines = timing.setdefault(component, [])
+                if (t := _timing_line(seen["timing"])) not in lines:
+                    lines.append(t)
+            if seen.get("scheduler timing") and isinstance(seen["scheduler timing"], Mapping):
+                lines = timing.setdefault(component, [])
+                if (t := _timing_line(seen["scheduler timing"])) not in lines:
+                    lines.append(t)
+            plugins += [p for p in _profile_lines(seen) if p not in plugins]
         for w in data.get("warnings") or []:
             text = f"{data.get('cluster')}: {w}"
             if w not in {x.split(": ", 1)[-1] for x in warnings}:
@@ -346,7 +372,7 @@ def what_ran(results_dir: Path) -> Ran:
         for key, value in sorted((data.get("storage") or {}).items()):
             if value not in storage.setdefault(key, []):
                 storage[key].append(value)
-    return Ran(configurations, gates, warnings, storage)
+    return Ran(configurations, gates, warnings, storage, timing, plugins)
 
 
 def ran_environment(ran: Ran) -> dict[str, str]:
@@ -357,6 +383,10 @@ def ran_environment(ran: Ran) -> dict[str, str]:
         env[f"{component} feature gates (as run)"] = " | ".join(ran.gates.get(component, []))
     if ran.warnings:
         env["command-line warnings"] = " | ".join(ran.warnings)
+    for component, lines in ran.timing.items():
+        env[f"{component} timing (as run)"] = " | ".join(lines)
+    if ran.plugins:
+        env["kube-scheduler plugins (as run)"] = " | ".join(ran.plugins)
     for key, values in ran.storage.items():
         env[key] = " | ".join(values)
     return env
@@ -554,6 +584,13 @@ def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | N
             lines += [f"- `{component}` (effective flags; the last of a repeated flag wins): "
                       + "; ".join(f"`{fl}`" for fl in flag_lines),
                       "  - feature gates: " + "; ".join(f"`{g}`" for g in ran.gates.get(component, []))]
+            if ran.timing.get(component):
+                lines += ["  - timing: " + "; ".join(f"`{t}`" for t in ran.timing[component])]
+            if component == "kube-scheduler" and ran.plugins:
+                lines += ["  - plugins: " + "; ".join(f"`{p}`" for p in ran.plugins)]
+    if ran is not None and ran.storage:
+        lines += ["", "## Storage", ""]
+        lines += [f"- {key}: " + "; ".join(f"`{v}`" for v in values) for key, values in ran.storage.items()]
     lines += ["", "Report: `html/index.html` (opens from disk); JUnit: `junit.xml`."]
     lay.root.mkdir(parents=True, exist_ok=True)
     lay.summary.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -33,13 +33,9 @@ def _attachments_of(state: dict[str, Obj], pv: str) -> list[Obj]:
 
 
 def _attached_to(ws: Workspace, pv: str, node: str, timeout: float = 60) -> Obj:
-    """The VolumeAttachment of `pv` to `node`, once the attacher says attached."""
-    def done(state: dict[str, Obj]) -> Obj | None:
-        return next((va for va in _attachments_of(state, pv) if va["spec"].get("nodeName") == node
-                     and va.get("status", {}).get("attached") is True), None)
-    found: Obj = wait_for_state(ws.kube, "VolumeAttachment", done, f"VolumeAttachment of {pv} to {node} attached",
-                                timeout=timeout)
-    return found
+    """The VolumeAttachment of `pv` to `node`, once the attacher says attached (a failure
+    quotes the attacher's attachError, or names the attacher that never answered)."""
+    return x.volume_attached(ws, pv, node, timeout)
 
 
 def _detached(ws: Workspace, pv: str, node: str, timeout: float = 60) -> None:

@@ -66,6 +66,7 @@ def test_full_zone_is_filtered_out(ws: Workspace) -> None:
     chaos_csi_capacity.set_zone_capacity(ws, full, "0")
     _published(ws, sc, full, "0")
     ws.create(b.persistent_volume_claim("pinned", "1Gi", sc))
+    x.claim_stays_pending(ws, "pinned", "WAIT_FOR_CONSUMER")  # in the caches before its pod
     ws.create(b.pod("pinned", ("pinned",), node_selector={ZONE_KEY: full}))
     x.pod_unschedulable(ws, "pinned", "NOT_ENOUGH_STORAGE")
     ws.create(b.persistent_volume_claim("free", "1Gi", sc))
@@ -85,6 +86,7 @@ def test_every_zone_full_leaves_the_pod_pending(ws: Workspace) -> None:
     for zone in ws.zones():
         _published(ws, sc, zone, "0")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    x.claim_stays_pending(ws, "data", "WAIT_FOR_CONSUMER")  # in the caches before its pod
     ws.create(b.pod("app", ("data",)))
     x.pod_unschedulable(ws, "app", "NOT_ENOUGH_STORAGE")
     x.phase_now(ws, "PersistentVolumeClaim", "data", "Pending")

@@ -117,6 +117,7 @@ def test_node_at_its_volume_limit_takes_no_more(ws: Workspace) -> None:
     ws.create(b.pod("first", ("first",), node_selector=ws.pin(node)))
     x.pod_runs(ws, "first")
     ws.create(b.persistent_volume_claim("second", "1Gi", sc))
+    x.claim_stays_pending(ws, "second", "WAIT_FOR_CONSUMER")  # in the caches before its pod
     ws.create(b.pod("second", ("second",), node_selector=ws.pin(node)))
     x.pod_unschedulable(ws, "second", "MAX_VOLUME_COUNT")
     x.explained_as(ws, "second", "VOLUME_LIMIT_EXCEEDED")

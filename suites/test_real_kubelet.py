@@ -105,6 +105,16 @@ def _checksum(ws: Workspace, node: str, path: str) -> str:
     return _node_storage(ws).node_exec(node, f"sha256sum {path}/payload").split()[0]
 
 
+def _payload_read_by(ws: Workspace, pod: str) -> str:
+    """The checksum of the payload as the pod itself read it through its volume (the
+    writer prints it at each start): a node directory only shows what lies there, not
+    what the kubelet mounted into the pod."""
+    def seen() -> str | None:
+        lines = [ln.split() for ln in kinds.pod_log(ws.kube, pod, ws.namespace).splitlines()]
+        return next((parts[0] for parts in lines if len(parts) == 2 and parts[1] == "/data/payload"), None)
+    return poll_until(seen, 30, f"pod {pod} prints the checksum of the payload it reads", interval=0.5)
+
+
 def _drain_and_move(ws: Workspace) -> tuple[Obj, str, str, str, Obj]:
     """A one-replica StatefulSet on a node-local CSI volume writes its payload; its node is
     drained (cordoned, the pod deleted; the StatefulSet's new pod waits, its volume pinned
@@ -119,7 +129,8 @@ def _drain_and_move(ws: Workspace) -> tuple[Obj, str, str, str, Obj]:
     pv = ws.get("PersistentVolume", claim["spec"]["volumeName"]) or {}
     path = str(_node_storage(ws).volume_dir(pv) or "")
     x.expect(bool(path), "the node-local PV's data is a directory on its node", pv, ws=ws)
-    before = _checksum(ws, old, path)
+    before = _payload_read_by(ws, "db-0")
+    x.expect(_checksum(ws, old, path) == before, f"the pod's volume is {path} on {old}", pv, ws=ws)
     old_zone = o.zone(ws.get("Node", old) or {})
     others = [n for n in ws.nodes() if o.name(n) != old]
     target = next((n for n in others if o.zone(n) == old_zone), others[0] if others else None)
@@ -161,8 +172,8 @@ def test_moved_volume_brings_the_pod_back_with_the_same_bytes(ws: Workspace) -> 
     pod = x.pod_runs(ws, "db-0", timeout=180)
     x.expect(o.node_name(pod) == o.name(target), f"the pod comes back on {o.name(target)}, where the data was moved",
              pod, ws=ws)
-    x.expect(_checksum(ws, o.name(target), path) == before,
-             f"the payload the pod finds on {o.name(target)} is the one it wrote on {old} (sha256 {before})", pod, ws=ws)
+    x.expect(_payload_read_by(ws, "db-0") == before,
+             f"the payload the pod reads on {o.name(target)} is the one it wrote on {old} (sha256 {before})", pod, ws=ws)
     x.phase_now(ws, "PersistentVolume", o.name(pv), "Bound")
 
 

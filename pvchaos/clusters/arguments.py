@@ -70,6 +70,11 @@ def stress_pods(text: str) -> int:
     return _bounded_int(text, 1, MAX_STRESS_PODS)
 
 
+def volume_limit(text: str) -> int:
+    """The CSI driver's volumes per node: 0 (no limit, the CSI spec's unlimited) or more."""
+    return _bounded_int(text, 0, 1_000_000)
+
+
 def _bounded_int(text: str, low: int, high: int) -> int:
     if not re.fullmatch(r"-?[0-9]{1,12}", str(text).strip()):  # int() would take "٣" and "1_000"
         raise Bad(f"{text!r} is not a whole number")

@@ -71,7 +71,12 @@ class CsiOptions:
     strict_topology: bool = False  # provisioner --strict-topology (upstream default off)
     immediate_topology: bool = True  # provisioner --immediate-topology (upstream default on)
     capacity_tracking: bool = False  # --enable-capacity, and CSIDriver storageCapacity
-    max_volumes_per_node: int = 64  # CSINode allocatable.count (the node plugin's NodeGetInfo)
+    # The node plugin's NodeGetInfo max_volumes_per_node, the CSINode's allocatable.count.
+    # 0: no limit (the CSI spec's "unlimited"; the kubelet then writes no count and the
+    # NodeVolumeLimits filter counts nothing for this driver). A limit nobody asked for
+    # leaves pods Pending with "exceed max volume count" in a big scenario, so only a
+    # suite (the csi_max_volumes_per_node cluster marker) or an option sets one.
+    max_volumes_per_node: int = 0
     capacity_poll_seconds: int = 2  # --capacity-poll-interval: how stale a CSIStorageCapacity may get
     # --feature-gates=Topology: off, the provisioner sends no accessibility requirements
     # (a deployment that forgot it; only the self-checks turn it off)
@@ -84,8 +89,8 @@ class CsiOptions:
     proxy_rules: bool = True
 
     def __post_init__(self) -> None:
-        if self.max_volumes_per_node < 1:
-            raise ValueError(f"max_volumes_per_node {self.max_volumes_per_node}: use 1 or more")
+        if self.max_volumes_per_node < 0:
+            raise ValueError(f"max_volumes_per_node {self.max_volumes_per_node}: use 0 (no limit) or more")
 
 
 @dataclass(frozen=True)
@@ -201,11 +206,20 @@ def csi_driver_object(options: CsiOptions) -> dict[str, Any]:
 
 def csi_node_object(node: str, options: CsiOptions) -> dict[str, Any]:
     """The CSINode a kubelet writes once the registrar reports our node plugin: node id =
-    node name, both topology keys, the volume limit the scheduler counts."""
+    node name, both topology keys, and the volume limit the scheduler counts when there is
+    one (the kubelet's nodeinfomanager writes `allocatable` only for a limit above 0)."""
+    entry: dict[str, Any] = {"name": DRIVER_NAME, "nodeID": node, "topologyKeys": list(TOPOLOGY_KEYS)}
+    if options.max_volumes_per_node > 0:
+        entry["allocatable"] = {"count": options.max_volumes_per_node}
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
             "metadata": {"name": node, "labels": {OWNED_LABEL: "true"}},
-            "spec": {"drivers": [{"name": DRIVER_NAME, "nodeID": node, "topologyKeys": list(TOPOLOGY_KEYS),
-                                  "allocatable": {"count": options.max_volumes_per_node}}]}}
+            "spec": {"drivers": [entry]}}
+
+
+def volume_limit_text(options: CsiOptions) -> str:
+    """The driver's per-node volume limit as a person reads it."""
+    n = options.max_volumes_per_node
+    return f"{n} volume{'' if n == 1 else 's'} per node" if n > 0 else "no volume limit (0: unlimited)"
 
 
 def node_annotations(node: str) -> dict[str, str]:
@@ -222,6 +236,9 @@ def description(options: CsiOptions, provisioner_version: str, attacher_version:
             "csi options": (f"strict-topology={options.strict_topology}, immediate-topology={options.immediate_topology}, "
                             f"capacity-tracking={options.capacity_tracking}, "
                             f"max-volumes-per-node={options.max_volumes_per_node}"),
+            "csi volume limit": volume_limit_text(options),
+            "csi capacity": (f"tracked (CSIStorageCapacity every {options.capacity_poll_seconds}s)"
+                             if options.capacity_tracking else "not tracked (CSIDriver storageCapacity: false)"),
             "csi retry interval": f"{RETRY_START} doubling to {RETRY_MAX}"}
 
 

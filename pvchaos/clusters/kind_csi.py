@@ -128,11 +128,12 @@ def proxy_unit() -> str:
 
 def registered(csinode: Mapping[str, Any] | None, options: csi.CsiOptions) -> bool:
     """Does this CSINode (a dict as the API sends it) list our driver as the kubelet
-    writes it after a registration: both topology keys and the allocatable count?"""
+    writes it after a registration: both topology keys and the allocatable count (none
+    for a driver without a limit)?"""
     for drv in ((csinode or {}).get("spec") or {}).get("drivers") or []:
         if drv.get("name") == csi.DRIVER_NAME:
             return (sorted(drv.get("topologyKeys") or []) == sorted(csi.TOPOLOGY_KEYS)
-                    and (drv.get("allocatable") or {}).get("count") == options.max_volumes_per_node)
+                    and (drv.get("allocatable") or {}).get("count") == (options.max_volumes_per_node or None))
     return False
 
 

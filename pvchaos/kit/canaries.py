@@ -26,7 +26,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from pvchaos.clusters import running
 from pvchaos.clusters.backend import Capability, ClusterHandle
+from pvchaos.conformance import component_words as words
 from pvchaos.conformance.affinity import node_matches_pv_affinity
 from pvchaos.drivers.driver import Driver
 from pvchaos.kit.workspace import Workspace
@@ -208,9 +210,21 @@ class _Canaries:
             return (f"WaitForFirstConsumer claims are not provisioned: no node was selected for the claim within "
                     f"{CANARY_TIMEOUT:.0f} s ({o.SELECTED_NODE} is missing); is kube-scheduler's VolumeBinding "
                     "plugin enabled?")
-        return (f"WaitForFirstConsumer claims are not provisioned: the claim stayed Pending for "
-                f"{CANARY_TIMEOUT:.0f} s after node {node} was selected; is the provisioner "
-                f"{self.driver_provisioner()} running?")
+        stuck = (f"WaitForFirstConsumer claims are not provisioned: the claim stayed Pending for "
+                 f"{CANARY_TIMEOUT:.0f} s after node {node} was selected")
+        about = claim or {"metadata": {"name": "canary-dynamic", "namespace": self.ws.namespace}}
+        said = words.provisioning_failure(kinds.events_for(self.ws.kube, {**about, "kind": "PersistentVolumeClaim"}))
+        if said:
+            return f"{stuck}; {said}"
+        down = self.not_running()
+        if down:
+            return f"{stuck}; {down}"
+        return f"{stuck} and no ProvisioningFailed event; is the provisioner {self.driver_provisioner()} running?"
+
+    def not_running(self) -> str:
+        """Which of the harness's own CSI processes are not running ("" when all run,
+        or where the harness runs none and cannot know)."""
+        return words.not_running_text(running.csi_not_running(self.cluster.directory))
 
     def capacity_unpublished(self, claim: Obj | None) -> str | None:
         """With capacity tracking on (CSIDriver storageCapacity: true), the scheduler places
@@ -226,10 +240,10 @@ class _Canaries:
                      if c.get("storageClassName") == klass]
         if published:
             return None
+        ask = self.not_running() or f"is the provisioner {provisioner} running (it publishes them)?"
         return (f"WaitForFirstConsumer claims are not provisioned: CSIDriver {provisioner} declares "
                 f"storageCapacity: true but no CSIStorageCapacity object exists for class {klass} after "
-                f"{CANARY_TIMEOUT:.0f} s, so kube-scheduler finds no node with room and selects none; "
-                f"is the provisioner {provisioner} running (it publishes them)?")
+                f"{CANARY_TIMEOUT:.0f} s, so kube-scheduler finds no node with room and selects none; {ask}")
 
     def misplaced(self, claim_name: str) -> str | None:
         """Provisioned, but where? The PV's node affinity must admit the node the scheduler

@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 import allure
 import pytest
 
-from pvchaos.conformance import invariants, messages, placement, timings
+from pvchaos.clusters import running
+from pvchaos.clusters.csi import PROVISIONER as _PROVISIONER
+from pvchaos.conformance import component_words, invariants, messages, placement, timings
 from pvchaos.conformance import topology_class as tc
 from pvchaos.conformance.affinity import node_matches_pv_affinity
 from pvchaos.kit import measure
@@ -22,7 +24,7 @@ from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
 from pvchaos.kube import objects as o
 from pvchaos.kube import snapshot
-from pvchaos.kube.errors import ExpectationFailed, WaitTimeout
+from pvchaos.kube.errors import ConditionNotReached, ExpectationFailed, WaitTimeout
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import State, describe, pod_cannot_run, pod_running, wait_for, wait_for_event, wait_for_state, wait_gone
 
@@ -377,6 +379,46 @@ def dynamic_statefulset(ws: Workspace, name: str, replicas: int = 1, request: st
     ws.create(b.statefulset(name, replicas, sc, request, pod_spec_extra=pod_spec_extra))
     statefulset_ready(ws, name, replicas)
     return sc
+
+
+@allure.step("volume {pv} is attached to {node}")
+def volume_attached(ws: Workspace, pv: str, node: str, timeout: float = 60) -> Obj:
+    """The VolumeAttachment of `pv` to `node` once its attacher says attached. Fails at
+    once when the harness's own attacher or driver process is not running, and a
+    timeout says why in the attacher's words (attachError), or names the attacher when
+    it never answered (no status at all)."""
+    def mine(state: dict[str, Obj]) -> Obj | None:
+        return next((va for va in state.values() if o.spec(va).get("nodeName") == node
+                     and (o.spec(va).get("source") or {}).get("persistentVolumeName") == pv), None)
+
+    def down(state: dict[str, Obj]) -> str | None:
+        gone = running.csi_not_running(ws.cluster.directory)
+        if not [c for c in gone if c != _PROVISIONER]:  # attaching needs the attacher and the driver
+            return None
+        return component_words.attachment_problem(mine(state), _csi_driver(ws, mine(state)), pv, node, gone)
+
+    last: dict[str, Obj] = {}
+
+    def done(state: dict[str, Obj]) -> Obj | None:
+        last.clear()
+        last.update(state)
+        va = mine(state)
+        return va if va is not None and (va.get("status") or {}).get("attached") is True else None
+
+    try:
+        found: Obj = wait_for_state(ws.kube, "VolumeAttachment", done, f"VolumeAttachment of {pv} to {node} attached",
+                                    timeout=timeout, fail_if=down, focus=mine)
+    except ConditionNotReached as exc:
+        va = mine(last)
+        why = component_words.attachment_problem(va, _csi_driver(ws, va), pv, node,
+                                                 running.csi_not_running(ws.cluster.directory))
+        raise ConditionNotReached(f"{why}\n{exc}") from None
+    return found
+
+
+def _csi_driver(ws: Workspace, attachment: Obj | None) -> Obj | None:
+    name = o.spec(attachment).get("attacher") if attachment else None
+    return ws.get("CSIDriver", str(name)) if name else None
 
 
 @allure.step("a pod ran on a node-local volume of claim {claim} and was deleted")

@@ -174,15 +174,17 @@ def events_for(kube: Kube, obj: Obj) -> list[Obj]:
     return sorted(items, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
 
 
+def pod_log(kube: Kube, name: str, namespace: str, container: str | None = None, previous: bool = False) -> str:
+    """What a pod's container printed (the previous instance's with `previous`), as its
+    kubelet serves it: what the pod itself read and wrote, a driver-generic witness, where
+    a node's directory only shows what lies there."""
+    kwargs: dict[str, Any] = {"container": container} if container else {}
+    if previous:
+        kwargs["previous"] = True
+    resp = kube.core.read_namespaced_pod_log(name, namespace, _preload_content=False, **kwargs)
+    return str(resp.data.decode(errors="replace"))
+
+
 def event_lines(events: list[Obj]) -> list[str]:
     return [f"{e.get('type')} {e.get('reason')}: {e.get('message', '').strip()}" for e in events]
 
-
-def pod_log(kube: Kube, name: str, namespace: str, container: str | None = None, previous: bool = False) -> str:
-    """A pod's container log (the previous instance's with `previous`): what a process in
-    the pod printed, e.g. the bytes it read from its volume, as a driver-generic witness."""
-    kwargs: dict[str, Any] = {"previous": previous}
-    if container:
-        kwargs["container"] = container
-    text: str = kube.core.read_namespaced_pod_log(name, namespace, **kwargs)
-    return text

@@ -76,8 +76,8 @@ def test_the_cluster_is_what_a_kubelet_and_registrar_would_leave(running: tuple[
         csinode = kinds.get(kube, "CSINode", name)
         assert csinode is not None
         (driver,) = csinode["spec"]["drivers"]
-        assert (driver["name"], driver["nodeID"], driver["allocatable"]["count"]) == (
-            csi.DRIVER_NAME, name, local.cfg.csi.max_volumes_per_node)
+        assert (driver["name"], driver["nodeID"]) == (csi.DRIVER_NAME, name)
+        assert (driver.get("allocatable") or {}).get("count") == (local.cfg.csi.max_volumes_per_node or None)
     spec = (kinds.get(kube, "CSIDriver", csi.DRIVER_NAME) or {})["spec"]
     assert spec["attachRequired"] is True and spec["podInfoOnMount"] is True
 

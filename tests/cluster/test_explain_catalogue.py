@@ -594,6 +594,7 @@ def test_node_at_its_csi_volume_limit(ws: Workspace, capsys: pytest.CaptureFixtu
     ws.create(b.pod("first", ("first",), node_selector=ws.pin(node)))
     x.pod_runs(ws, "first")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))
+    x.claim_stays_pending(ws, "data", "WAIT_FOR_CONSUMER")  # in the caches before its pod
     ws.create(b.pod("app", ("data",), node_selector=ws.pin(node)))
     e = explained(ws, "app", "MAX_VOLUME_COUNT")
     assert "VOLUME_LIMIT_EXCEEDED" in [c.code for c in e.causes], [c.code for c in e.causes]

@@ -4,7 +4,10 @@ unsharded run of the same selection: the steps of the nightly workflow
 
 Each run has its own PVCHAOS_STATE_DIR, so "no cluster left" means none of these runs'.
 PVCHAOS_BREAK_SPLIT=1 loads tests/cluster/broken_split.py into the shards (a split that
-drops one test), to see this test fail when the split is broken.
+drops one test), to see this test fail when the split is broken. The unsharded run is the
+reference and must be a healthy one (exit 0, every test passed or skipped, some passed):
+two runs that fail alike agree too, and prove nothing. PVCHAOS_BREAK=<breakage> loads
+tests/selfcheck/broken_cluster.py into all three runs, to see that fail this test.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ RUN_TIMEOUT = 1500
 
 def _start(report_dir: Path, state: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PVCHAOS_STATE_DIR": str(state)}
-    pytest_args = ["--", "-p", "tests.cluster.broken_split"] if os.environ.get("PVCHAOS_BREAK_SPLIT") == "1" \
-        and extra else []
+    plugins = ["tests.cluster.broken_split"] if os.environ.get("PVCHAOS_BREAK_SPLIT") == "1" and extra else []
+    if os.environ.get("PVCHAOS_BREAK"):
+        plugins.append("tests.selfcheck.broken_cluster")
+    pytest_args = ["--", *[a for p in plugins for a in ("-p", p)]] if plugins else []
     cmd = [str(REPO_ROOT / "bin" / "pvchaos"), "run", *SELECTION, *extra, "--report-dir", str(report_dir), *pytest_args]
     return subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -58,7 +63,12 @@ def test_two_shards_merged_equal_one_unsharded_run(tmp_path: Path) -> None:
     whole_code, whole_out = _finish(_start(tmp_path / "whole", tmp_path / "state-0"))
     for code, out in shard_runs:
         assert code in (0, 1), out[-3000:]
-    assert whole_code in (0, 1), whole_out[-3000:]
+    whole = report.load_results(report.layout(tmp_path / "whole").results)
+    passed = [r for r in whole if r.get("status") == "passed"]
+    bad = [r for r in whole if r.get("status") not in ("passed", "skipped")]
+    assert whole_code == 0 and passed and not bad, (
+        f"the unsharded reference run must pass (exit {whole_code}, {len(passed)} passed, {len(bad)} not): two runs "
+        f"that fail alike prove nothing\n{_failures(whole)}\n{whole_out[-2000:]}")
 
     records = [run_record.read(d) for d in shards]
     assert records[0].fingerprint == records[1].fingerprint == run_record.read(tmp_path / "whole").fingerprint
@@ -70,7 +80,6 @@ def test_two_shards_merged_equal_one_unsharded_run(tmp_path: Path) -> None:
     merged = report.layout(tmp_path / "merged")
     assert (merged.html / "index.html").is_file()
 
-    whole = report.load_results(report.layout(tmp_path / "whole").results)
     assert verdicts(report.load_results(merged.results)) == verdicts(whole), merge.stdout + merge.stderr + _failures(
         report.load_results(merged.results) + whole)
     assert _counts(tmp_path / "merged") == _counts(tmp_path / "whole")

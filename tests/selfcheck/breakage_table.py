@@ -189,8 +189,8 @@ TABLE: dict[str, Entry] = {
     f"{VP}::test_higher_priority_pod_preempts_the_read_write_once_pod_holder": _e(
         "volumerestrictions", "without VolumeRestrictions the urgent pod schedules beside the holder, nothing is preempted"),
     f"{VP}::test_zone_labels_without_node_affinity_place_the_pod[anywhere]": _e(
-        "volumezone", "VolumeZone is what keeps the pods in the zone their PV is labelled with (without it, four pods all "
-        "land there by chance once in 81 runs on three zones)"),
+        "volumezone", "VolumeZone is what keeps the pods in the zone their PV is labelled with (without it they follow "
+        "their soft preference for another zone, every run)"),
     f"{VP}::test_zone_labels_without_node_affinity_place_the_pod[pinned-to-another-zone]": _e(
         "volumezone", "VolumeZone rejects nodes outside the PV's zone label"),
     f"{ZO}::test_single_zone_outage_evicts_that_zone": _e(

@@ -17,6 +17,12 @@ Breakages (what a real cluster gets wrong, made on purpose):
   `dynamic-zonal`, as a cluster whose CSI driver
   crashed would: starting it with `provisioner=False` instead would make the dynamic
   tests skip ("backend local: no dynamic-zonal"), which proves nothing.
+- `attacher`: the external-attacher is stopped right after the cluster starts (the
+  cluster still declares `attach`): VolumeAttachments are made and never answered;
+- `csinode-no-topology`: every CSINode is rewritten right after start with the driver but
+  no topology keys, as a node plugin that registers without any would leave it (topology
+  keys of a CSINode driver are immutable, so the object is replaced): the
+  external-provisioner then fails with "no topology key found for node";
 - `nodeaffinity`: kube-scheduler without its NodeAffinity plugin: nodeSelector and node
   affinity of pods are ignored;
 - `volumerestrictions`: kube-scheduler without VolumeRestrictions: a ReadWriteOncePod claim
@@ -73,6 +79,7 @@ from dataclasses import replace
 import pytest
 
 from pvchaos.clusters.backend import ClusterHandle
+from pvchaos.clusters.csi import DRIVER_NAME
 from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.local.upgrade_plan import UpgradePlan
@@ -91,6 +98,8 @@ BREAKAGES: dict[str, str] = {
     "volumebinding": "kube-scheduler without the VolumeBinding plugin",
     "pv-binder": f"kube-controller-manager without {PV_BINDER}",
     "provisioner": "external-provisioner (or the test double) stopped after cluster start",
+    "attacher": "external-attacher stopped after cluster start",
+    "csinode-no-topology": "CSINodes without the driver's topology keys (a node plugin registered without them)",
     "nodeaffinity": "kube-scheduler without the NodeAffinity plugin",
     "noderesourcesfit": "kube-scheduler without the NodeResourcesFit plugin",
     "volumerestrictions": "kube-scheduler without the VolumeRestrictions plugin",
@@ -169,6 +178,26 @@ def _restart_apiserver_without_gate(local: LocalCluster, handle: ClusterHandle) 
         kube.api.close()
 
 
+def _csinodes_without_topology(handle: ClusterHandle) -> None:
+    """Replace each CSINode's entry of our driver by one without topology keys."""
+    kube = connect(handle.kubeconfig, handle.context)
+    try:
+        for csinode in kinds.list_objects(kube, "CSINode")[0]:
+            drivers = csinode.get("spec", {}).get("drivers") or []
+            if not any(d.get("name") == DRIVER_NAME for d in drivers):
+                continue
+            name = csinode["metadata"]["name"]
+            kinds.delete(kube, "CSINode", name)
+            poll_until(lambda n=name: True if kinds.get(kube, "CSINode", n) is None else None, 30,  # type: ignore[misc]
+                       f"CSINode {name} deleted")
+            kinds.create(kube, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                                "metadata": {"name": name, "labels": csinode["metadata"].get("labels") or {}},
+                                "spec": {"drivers": [{**d, "topologyKeys": []} if d.get("name") == DRIVER_NAME else d
+                                                     for d in drivers]}})
+    finally:
+        kube.api.close()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     breakage()  # a typo in PVCHAOS_BREAK stops the run before anything starts
 
@@ -182,6 +211,10 @@ def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, h
     what = breakage()
     if what == "provisioner" and local.cfg.provisioner:
         local.stop_component("csi-provisioner" if local.cfg.runs_csi else "provisioner")
+    if what == "attacher" and local.cfg.runs_csi:
+        local.stop_component("csi-attacher")
+    if what == "csinode-no-topology" and local.cfg.runs_csi:
+        _csinodes_without_topology(handle)
     if what == "apiserver-gate-off" and handle.feature_gates.get(GATE):
         _restart_apiserver_without_gate(local, handle)
 

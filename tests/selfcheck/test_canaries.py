@@ -41,7 +41,8 @@ RUN_TIMEOUT_S = 420.0  # a hung run is stopped and reported, never waited on for
 CASES = {
     "pv-binder": "is the persistentvolume-binder controller of kube-controller-manager running?",
     "volumebinding": "VolumeBinding plugin",
-    "provisioner": "is the provisioner csi.pvchaos.dev running",  # the external-provisioner is stopped
+    # the external-provisioner is stopped: the harness knows it and says so
+    "provisioner": "external-provisioner (csi-provisioner) is not running",
 }
 
 

@@ -79,6 +79,8 @@ def wrong_values(check: Callable[[str], object], tmp: dict[str, Path]) -> st.Sea
         arguments.nodes_per_zone: st.one_of(numbers_out, garbage,
                                             st.integers(arguments.MAX_NODES_PER_ZONE + 1).map(str)),
         arguments.stress_pods: st.one_of(numbers_out, garbage, st.integers(arguments.MAX_STRESS_PODS + 1).map(str)),
+        arguments.volume_limit: st.one_of(st.integers(max_value=-1).map(str), garbage,
+                                          st.integers(1_000_001).map(str)),
         arguments.workers: st.one_of(st.integers(max_value=-1).map(str), garbage,
                                      st.integers(arguments.MAX_WORKERS + 1).map(str)),
         arguments.zones: st.one_of(st.sampled_from(["0", "27", "-1", "A_B", "zone a", "a/b", "..", "a,,b", "",

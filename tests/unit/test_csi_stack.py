@@ -63,6 +63,8 @@ def test_what_a_kubelet_and_registrar_would_write() -> None:
     assert node["spec"]["drivers"] == [{"name": "csi.pvchaos.dev", "nodeID": "zone-a-1",
                                         "topologyKeys": ["topology.kubernetes.io/zone", "kubernetes.io/hostname"],
                                         "allocatable": {"count": 7}}]
+    unlimited = csi.csi_node_object("zone-a-1", csi.CsiOptions())["spec"]["drivers"][0]
+    assert "allocatable" not in unlimited, "the default driver reports no limit: the kubelet writes no count"
     ann = csi.node_annotations("zone-a-1")
     assert json.loads(ann["csi.volume.kubernetes.io/nodeid"]) == {"csi.pvchaos.dev": "zone-a-1"}
     assert ann["volumes.kubernetes.io/controller-managed-attach-detach"] == "true"
@@ -75,6 +77,16 @@ def test_the_csidriver_needs_attach_and_says_whether_capacity_is_tracked() -> No
     assert csi.csi_driver_object(csi.CsiOptions(capacity_tracking=True))["spec"]["storageCapacity"] is True
 
 
+def test_the_default_driver_has_no_volume_limit_and_the_description_says_so() -> None:
+    assert csi.CsiOptions().max_volumes_per_node == 0
+    rows = csi.description(csi.CsiOptions(), "v5", "v4")
+    assert rows["csi volume limit"] == "no volume limit (0: unlimited)"
+    assert rows["csi capacity"].startswith("not tracked")
+    limited = csi.description(csi.CsiOptions(max_volumes_per_node=1, capacity_tracking=True), "v5", "v4")
+    assert limited["csi volume limit"] == "1 volume per node"
+    assert limited["csi capacity"] == "tracked (CSIStorageCapacity every 2s)"
+
+
 def test_static_stand_in_pvs_use_the_driver_the_cluster_exempts_from_attach() -> None:
     pv = b.persistent_volume("pv-1", "1Gi", "sc")
     assert pv["spec"]["csi"]["driver"] == csi.STATIC_DRIVER
@@ -82,7 +94,7 @@ def test_static_stand_in_pvs_use_the_driver_the_cluster_exempts_from_attach() ->
 
 def test_bad_options_and_too_deep_a_socket_are_refused() -> None:
     with pytest.raises(ValueError, match="max_volumes_per_node"):
-        csi.CsiOptions(max_volumes_per_node=0)
+        csi.CsiOptions(max_volumes_per_node=-1)
     with pytest.raises(ClusterError, match="longer than a unix socket allows"):
         csi.paths_for(Path("/" + "d" * 100))
     assert len(str(csi.paths_for(Path("/" + "d" * 95)).socket)) == 107  # the longest a socket may be

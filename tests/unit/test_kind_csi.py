@@ -56,6 +56,9 @@ def test_registered_means_the_kubelet_wrote_both_topology_keys_and_the_limit() -
     assert not kind_csi.registered(csinode(topologyKeys=["topology.kubernetes.io/zone"]), opts)
     assert not kind_csi.registered(csinode(allocatable=None), opts)
     assert not kind_csi.registered(csinode(name="other.csi"), opts)
+    unlimited = CsiOptions()  # no limit: the kubelet writes no allocatable at all
+    assert kind_csi.registered(csinode(allocatable=None), unlimited)
+    assert not kind_csi.registered(csinode(), unlimited)
 
 
 def test_a_pvs_data_directory_inside_the_node() -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
 from pvchaos.clusters.common.gates import check_feature_gates
+from pvchaos.clusters.csi import CsiOptions
 from pvchaos.clusters.local.cluster import LocalCluster, local_capabilities, missing_details
 from pvchaos.clusters.local.config import LocalClusterConfig, gates_for_version, minor_of, sized
 from pvchaos.clusters.local.registry import destroy, list_clusters
@@ -109,6 +110,7 @@ class LocalProvider:
             disabled_scheduler_plugins=tuple(args.disable_scheduler_plugin),
             extra_kcm_flags=tuple(args.kcm_flag),
             provisioner=not args.no_provisioner, provisioner_kind=args.provisioner,
+            csi=CsiOptions(max_volumes_per_node=args.csi_max_volumes_per_node),
         )
         return LocalCluster(cfg, detached=True).up()
 
