@@ -64,7 +64,8 @@ def _cluster_list(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     bins = ensure_binaries(args.k8s_version)
     for name, path in bins.all().items():
-        print(f"{name}\t{path}")
+        if path.exists():  # the test provisioner is built only for a cluster that runs it
+            print(f"{name}\t{path}")
     sidecars = ensure_csi_sidecars()  # the local backend's CSI stack runs upstream's sidecars
     print(f"pvchaos-csi\t{ensure_csi_driver()}")
     print(f"csi-provisioner\t{sidecars.provisioner}")

@@ -2,8 +2,9 @@
 
 Everything the embedded cluster runs is built here from the Go module proxy: the
 control plane and kubectl (inside a generated wrapper module, see `tools.gomod`),
-etcd (a wrapper module too), KWOK, and our zonal test provisioner. A second call
-with the same versions finds the binaries in the cache and returns in milliseconds.
+etcd (a wrapper module too), KWOK, and, only when a cluster asks for it, the old zonal
+test provisioner (the default path runs the CSI stack, tools/csi_sidecars.py). A second
+call with the same versions finds the binaries in the cache and returns in milliseconds.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PROVISIONER_SRC = Path(__file__).resolve().parent / "provisioner"
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 K8S_NODE_COMMANDS = ("kubelet", "kubeadm")  # what a kind node image adds (tools/nodeimage)
+# What a local cluster runs unless it asks for the test double (`"provisioner"`: 95 s of a
+# cold build that the default path never starts).
+DEFAULT_PARTS = ("kubernetes", "etcd", "kwok")
 
 
 class BuildError(RuntimeError):
@@ -281,7 +285,8 @@ def ensure_binaries(
     kwok_version: str = DEFAULT_KWOK_VERSION,
     only: Iterable[str] | None = None,
 ) -> Binaries:
-    """Return cached binaries for these versions, building whatever is missing."""
+    """Return cached binaries for these versions, building whatever is missing of `only`
+    (default DEFAULT_PARTS: the test provisioner's path is returned, built only when asked)."""
     gomod.staging_version(k8s_version)  # validate before doing anything
     root = cache_root() / "bin"
     k8s_dir = root / f"kubernetes-{k8s_version}"
@@ -290,7 +295,7 @@ def ensure_binaries(
     prov_dir = root / f"provisioner-{provisioner_digest()}"
     logs = cache_root() / "build-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    wanted = set(only or ("kubernetes", "etcd", "kwok", "provisioner"))
+    wanted = set(only or DEFAULT_PARTS)
     started = time.monotonic()
     present = {  # installs are atomic renames: a file that exists is complete
         "kubernetes": all((k8s_dir / n).exists() for n in K8S_COMMANDS),

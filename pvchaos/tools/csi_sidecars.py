@@ -75,6 +75,16 @@ def _module_dir(sidecar: Sidecar, log: Path) -> Path:
     return Path(info["Dir"])
 
 
+def writable_source(sidecar: Sidecar, work: Path) -> Path:
+    """The sidecar's module copied to `work`, where it builds as the main module (its
+    replaces apply). The module cache is read-only; the copy must be writable for go to
+    update go.sum."""
+    shutil.copytree(_module_dir(sidecar, sidecar.log), work, ignore=shutil.ignore_patterns(".git"))
+    for path in [work, *work.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    return work
+
+
 def build_sidecar(sidecar: Sidecar) -> Path:
     """Build one sidecar into the cache unless it is there; no lock (callers hold it)."""
     if sidecar.target.exists():
@@ -83,13 +93,8 @@ def build_sidecar(sidecar: Sidecar) -> Path:
     go = _require_go()
     start = time.monotonic()
     _log(f"building {sidecar.name} {sidecar.version} ...")
-    src = _module_dir(sidecar, sidecar.log)
     with tempfile.TemporaryDirectory(prefix=f"pvchaos-{sidecar.name}-") as tmp:
-        work = Path(tmp) / "src"
-        # The module cache is read-only; the copy must be writable for go to update go.sum.
-        shutil.copytree(src, work, ignore=shutil.ignore_patterns(".git"))
-        for path in [work, *work.rglob("*")]:
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        work = writable_source(sidecar, Path(tmp) / "src")
         out = Path(tmp) / sidecar.name
         _run_go([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out), sidecar.command],
                 work, sidecar.log, f"build {sidecar.name} {sidecar.version}")

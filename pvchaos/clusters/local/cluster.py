@@ -195,6 +195,11 @@ class LocalCluster:
 
     def _up_once(self) -> ClusterHandle:
         bins = self.binaries
+        if self.cfg.runs_test_double and not bins.provisioner.exists():  # built only for a cluster that runs it
+            try:
+                ensure_binaries(self.cfg.k8s_version, only=("provisioner",))
+            except BuildError as exc:
+                raise ClusterError(str(exc)) from None
         csi_bins = self.csi_binaries if self.cfg.runs_csi else None
         started = time.monotonic()
         with registry_lock():
