@@ -118,7 +118,9 @@ def _selftest(args: argparse.Namespace) -> int:
     target = ["tests/unit"] if args.tier == "unit" else ["tests"]
     tier = (["-m", " and ".join(f"not tier_{t}" for t in ON_REQUEST_TIERS)] if args.tier == "all"
             else ["-m", f"tier_{args.tier}"])
-    durations = [] if args.tier == "unit" else ["--durations=30"]  # where CI's minutes go
+    # Where CI's minutes go: the slowest tests, and each file's time split into cluster
+    # starts, Kubernetes timers, harness waits and bodies (pvchaos.kube.spent).
+    durations = [] if args.tier == "unit" else ["--durations=30", "--pvchaos-time-spent"]
     argv = [sys.executable, "-m", "pytest", *target, *tier, "-p", "no:cacheprovider", "-rfEs", *durations, *extra]
     return subprocess.call(argv, cwd=REPO_ROOT)
 

@@ -325,6 +325,9 @@ def _run_and_report(req: Options) -> int:
     print(report.format_summary(report.summarize(lay.results)))
     for warning in report.what_ran(lay.results).warnings:  # a flag behind the harness's back, said once
         print(f"warning: {warning}")
+    time_rows, wall = report.time_from_junit(lay.junit)
+    if time_rows:  # where the suites' time went (cluster starts, Kubernetes timers, harness waits, bodies)
+        print(report.format_time_spent(time_rows, wall))
     print(f"suites wall time: {outcome.seconds:.1f}s")
     print(f"Allure report: {html}\nJUnit XML: {lay.junit}", flush=True)
     if outcome.interrupted_by is None:

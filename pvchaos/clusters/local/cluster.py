@@ -64,7 +64,7 @@ from pvchaos.clusters.local.registry import (
     registry_lock,
     state_root,
 )
-from pvchaos.kube import kinds
+from pvchaos.kube import kinds, spent
 from pvchaos.kube import objects as o
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.naming import OWNED_LABEL
@@ -184,14 +184,15 @@ class LocalCluster:
     def up(self) -> ClusterHandle:
         """Start everything and wait for every node to be Ready; on any failure, tear down.
         A port taken between choosing and binding (another process on the machine) is
-        retried once with new ports."""
-        try:
-            return self._up_once()
-        except ClusterError as exc:
-            if "address already in use" not in str(exc):
-                raise
-            _log(f"cluster {self.cfg.name}: a port was taken meanwhile ({exc}); retrying with new ports")
-            return self._up_once()
+        retried once with new ports. The time is charged to cluster starts (kube.spent)."""
+        with spent.charged(spent.CLUSTERS):
+            try:
+                return self._up_once()
+            except ClusterError as exc:
+                if "address already in use" not in str(exc):
+                    raise
+                _log(f"cluster {self.cfg.name}: a port was taken meanwhile ({exc}); retrying with new ports")
+                return self._up_once()
 
     def _up_once(self) -> ClusterHandle:
         bins = self.binaries
