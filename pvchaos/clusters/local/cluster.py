@@ -434,6 +434,7 @@ class LocalCluster:
                 "node-monitor-grace-period": f"{self.cfg.node_monitor_grace_seconds}s",
                 "node lease": f"{self.cfg.node_lease_seconds}s",
                 "node-monitor-period": f"{self.cfg.node_monitor_period_seconds}s",
+                "node-eviction-rate": f"{self.cfg.node_eviction_rate:g}",
                 "pvclaimbinder-sync-period": f"{self.cfg.pv_sync_seconds}s",
                 "provisioner reschedule": (self.cfg.provisioner_reschedule if self.cfg.runs_test_double
                                            else "external-provisioner's" if self.cfg.runs_csi else "none"),
