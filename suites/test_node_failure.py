@@ -28,6 +28,7 @@ pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pyt
 @allure.feature("Node failure")
 @allure.story("Unknown, unreachable taints, evictions on the toleration schedule, and return")
 @pytest.mark.relies_on("scheduler", "node-lifecycle")  # no volumes
+@pytest.mark.quick
 def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     target = ws.node()
     node, pin = target["metadata"]["name"], ws.pin(target)

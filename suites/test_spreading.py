@@ -17,6 +17,7 @@ pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Spreading 
 
 
 @allure.story("topologySpreadConstraints on zones spread replicas and their volumes")
+@pytest.mark.quick
 def test_topology_spread_puts_replicas_and_volumes_in_distinct_zones(ws: Workspace) -> None:
     zones = ws.zones()
     spread = {"topologySpreadConstraints": [{

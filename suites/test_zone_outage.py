@@ -54,6 +54,7 @@ def _tainted(state: dict[str, Obj], nodes: Sequence[str]) -> list[str]:
 
 @allure.story("one zone down, others healthy: its nodes are tainted and its pods evicted; other zones untouched")
 @pytest.mark.relies_on("scheduler", "node-lifecycle")  # no volumes
+@pytest.mark.quick
 def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     placed = _pods_on_every_node(ws, tolerate=0)
     zone = ws.zones()[0]
