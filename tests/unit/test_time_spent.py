@@ -59,9 +59,9 @@ def test_a_session_tables_and_records_where_each_test_spent_its_time(pytester: p
     rows, wall = report.time_from_junit(junit)
     assert [r.group for r in rows] == ["test_naps.py"] and rows[0].tests == 2 and wall is not None
     seconds = rows[0].seconds
-    assert seconds[spent.TIMERS] == pytest.approx(0.3, abs=0.1)
-    assert seconds[spent.WAITS] == pytest.approx(0.1, abs=0.05)
-    assert seconds[spent.BODIES] >= 0.2 and seconds[spent.CLUSTERS] < 0.05
+    # lower bounds only: a loaded machine oversleeps, never undersleeps
+    assert seconds[spent.TIMERS] >= 0.3 and seconds[spent.WAITS] >= 0.1 and seconds[spent.BODIES] >= 0.2
+    assert seconds[spent.CLUSTERS] == 0 and seconds[spent.WAITS] < seconds[spent.TIMERS] + 0.2
     table = report.format_time_spent(rows, wall)
     assert "Kubernetes timers" in table and "session wall time" in table
     assert "## Where the time went" in "\n".join(report.time_spent_md(rows, wall))
