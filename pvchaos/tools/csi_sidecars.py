@@ -17,9 +17,20 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from pvchaos.tools.build import BuildError, _build_lock, _go_env, _install, _log, _require_go, _run_go, cache_root
+from pvchaos.tools.build import (
+    BuildError,
+    _build_lock,
+    _go_env,
+    _install,
+    _log,
+    _require_go,
+    _run_go,
+    build_at_once,
+    cache_root,
+)
 
 
 @dataclass(frozen=True)
@@ -104,9 +115,9 @@ def build_sidecar(sidecar: Sidecar) -> Path:
 
 
 def ensure_csi_sidecars() -> SidecarBinaries:
-    """The cached sidecars, building whatever is missing under the one build lock."""
+    """The cached sidecars, building whatever is missing under the one build lock, both at
+    once (build_at_once)."""
     if not all(s.target.exists() for s in SIDECARS):  # installs are atomic: present means complete
         with _build_lock():
-            for sidecar in SIDECARS:
-                build_sidecar(sidecar)
+            build_at_once([partial(build_sidecar, s) for s in SIDECARS if not s.target.exists()])
     return SidecarBinaries(provisioner=PROVISIONER.target, attacher=ATTACHER.target)
