@@ -25,12 +25,13 @@ import subprocess
 import tempfile
 import time
 import uuid
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pvchaos.kube import errors
+from pvchaos.kube import errors, spent
 from pvchaos.tools.allure_cli import ensure_allure
 
 INFRA_ERRORS = tuple(c.__name__ for c in errors.INFRA_ERRORS)
@@ -560,6 +561,90 @@ def _other_measurements(rows: list[SuiteRow]) -> list[str]:
               for suite, name, vals in found)]
 
 
+# --- where the time went (kube.spent, carried on each test's report; issue 38) ---------------
+
+SPENT = "pvchaos spent: "  # user_properties key prefix + a kube.spent category: seconds
+GROUP = "pvchaos group"  # user_properties key: the suite (or file) a test's time is tabled under
+TIME_COLUMNS = (*spent.CATEGORIES, spent.BODIES)
+
+
+@dataclass
+class TimeRow:
+    """One suite's (or file's) test time, summed over its tests and split by where it went."""
+
+    group: str
+    tests: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(TIME_COLUMNS, 0.0))
+
+    def add(self, total: float, charged: Mapping[str, float]) -> None:
+        self.tests += 1
+        for column, value in spent.split(total, charged).items():
+            self.seconds[column] += value
+
+
+def time_rows(tests: Iterable[tuple[str, float, Mapping[str, float]]]) -> list[TimeRow]:
+    """(group, test seconds, charged seconds per category) per test -> one row per group."""
+    rows: dict[str, TimeRow] = {}
+    for group, total, charged in tests:
+        rows.setdefault(group, TimeRow(group)).add(total, charged)
+    return [rows[k] for k in sorted(rows)]
+
+
+def time_from_junit(junit: Path | str) -> tuple[list[TimeRow], float | None]:
+    """The rows of the tests that carry a group in a JUnit report, and the session's wall
+    time; ([], None) when there is no readable report."""
+    try:
+        tree = ET.parse(junit)
+    except (OSError, ET.ParseError):
+        return [], None
+    suites = list(tree.iter("testsuite"))
+    wall = float(suites[0].get("time") or 0) if suites else None
+    tests = []
+    for case in tree.iter("testcase"):
+        props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        if GROUP not in props:
+            continue
+        charged = {k.removeprefix(SPENT): float(v) for k, v in props.items() if k.startswith(SPENT)}
+        tests.append((props[GROUP], float(case.get("time") or 0), charged))
+    return time_rows(tests), wall
+
+
+def _time_cells(rows: list[TimeRow]) -> list[tuple[str, ...]]:
+    total = TimeRow("total", sum(r.tests for r in rows),
+                    {c: sum(r.seconds[c] for r in rows) for c in TIME_COLUMNS})
+    return [(r.group, str(r.tests), f"{sum(r.seconds.values()):.1f}", *(f"{r.seconds[c]:.1f}" for c in TIME_COLUMNS))
+            for r in [*rows, total]]
+
+
+_TIME_HEADER = ("suite", "tests", "test time (s)", *(f"{c} (s)" for c in TIME_COLUMNS))
+
+
+def format_time_spent(rows: list[TimeRow], wall: float | None = None) -> str:
+    """Where the tests' time went, per suite: a plain-text table for the terminal."""
+    table = [_TIME_HEADER, *_time_cells(rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_TIME_HEADER))]
+
+    def fmt(line: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True)))
+
+    rule = "  ".join("-" * w for w in widths)
+    head = "where the tests' time went (summed over tests; parallel workers overlap)"
+    if wall is not None:
+        head += f"; session wall time {wall:.1f}s"
+    return "\n".join([head, fmt(table[0]), rule, *(fmt(line) for line in table[1:-1]), rule, fmt(table[-1])])
+
+
+def time_spent_md(rows: list[TimeRow], wall: float | None = None) -> list[str]:
+    """The same table in Markdown lines, for summary.md (none without rows)."""
+    if not rows:
+        return []
+    lines = ["", "## Where the time went", "",
+             "Summed over each suite's tests (parallel workers overlap)"
+             + (f"; session wall time {wall:.1f} s." if wall is not None else "."), "",
+             "| " + " | ".join(_TIME_HEADER) + " |", "|---|" + "---:|" * (len(_TIME_HEADER) - 1)]
+    return lines + ["| " + " | ".join(cells) + " |" for cells in _time_cells(rows)]
+
+
 def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | None = None,
                      ran: Ran | None = None) -> Path:
     """R/summary.md: the same table in Markdown (fits a CI job summary), plus categories."""
@@ -577,6 +662,7 @@ def write_summary_md(report_dir: Path | str, rows: list[SuiteRow], note: str | N
         cats = []
     if cats:
         lines += ["", "Categories: " + ", ".join(f"{c['name']} {c['statistic']['total']}" for c in cats)]
+    lines += time_spent_md(*time_from_junit(lay.junit))
     if ran is not None and ran.configurations:
         lines += ["", "## What ran", ""]
         lines += [f"**Warning:** {w}" for w in ran.warnings] + ([""] if ran.warnings else [])

@@ -356,6 +356,9 @@ def _run_and_report(req: Options) -> int:
     ran = _kept(lost, "what ran", lambda: report.what_ran(lay.results))
     for warning in ran.warnings if ran else []:  # a flag behind the harness's back, said once
         print(f"warning: {warning}")
+    time_rows, wall = report.time_from_junit(lay.junit)
+    if time_rows:  # where the suites' time went (cluster starts, Kubernetes timers, harness waits, bodies)
+        print(report.format_time_spent(time_rows, wall))
     print(f"suites wall time: {outcome.seconds:.1f}s")
     if html is not None:
         print(f"Allure report: {html}\nJUnit XML: {lay.junit}", flush=True)

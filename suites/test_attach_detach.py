@@ -54,6 +54,7 @@ def _stays_attached(ws: Workspace, pv: str, node: str, seconds: float, what: str
 
 @allure.story("a pod's volume: VolumeAttachment created, attached, pod Running; deleted with the pod")
 @pytest.mark.needs("attach")
+@pytest.mark.quick
 def test_volume_attachment_timeline(ws: Workspace) -> None:
     sc = ws.storage_class("attach", "WaitForFirstConsumer")
     ws.create(b.persistent_volume_claim("data", "1Gi", sc))

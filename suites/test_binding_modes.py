@@ -47,6 +47,7 @@ def test_immediate_binding_strands_pod_in_other_zone(ws: Workspace) -> None:
 
 @allure.feature("Binding modes")
 @allure.story("WaitForFirstConsumer provisions in the pod's zone")
+@pytest.mark.quick
 def test_wait_for_first_consumer_provisions_in_pod_zone(ws: Workspace) -> None:
     topo = ws.topology()
     sc = ws.storage_class("zonal-wffc", "WaitForFirstConsumer")

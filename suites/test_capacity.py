@@ -60,6 +60,7 @@ def test_capacity_objects_follow_the_driver(ws: Workspace) -> None:
 
 
 @allure.story("a zone the driver reports full is filtered out for WaitForFirstConsumer pods")
+@pytest.mark.quick
 def test_full_zone_is_filtered_out(ws: Workspace) -> None:
     full = ws.zones()[0]
     sc = ws.storage_class("cap", "WaitForFirstConsumer")

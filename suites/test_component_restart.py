@@ -23,6 +23,7 @@ pytestmark = [allure.epic("Control plane"), allure.feature("Component restarts")
 
 @allure.story("scheduler down while WaitForFirstConsumer pods arrive")
 @pytest.mark.needs("dynamic-zonal")
+@pytest.mark.quick
 def test_scheduler_restart_mid_binding(ws: Workspace) -> None:
     sc = ws.storage_class("zonal", "WaitForFirstConsumer")
     stopped = components.stop_component(ws, "kube-scheduler")

@@ -86,7 +86,7 @@ def test_no_node_with_the_driver_means_no_available_topology(ws: Workspace) -> N
 @allure.feature("CSI topology")
 @allure.story("strict topology: CreateVolume may use only the selected node's segment; default: every allowed one")
 @pytest.mark.parametrize("strict", [
-    pytest.param(False, id="default"),
+    pytest.param(False, id="default", marks=pytest.mark.quick),
     pytest.param(True, id="strict", marks=pytest.mark.cluster(csi_strict_topology=True)),
 ])
 @pytest.mark.needs("pvchaos-csi-control")  # reads pvchaos-csi's calls log for the CreateVolume request

@@ -36,6 +36,7 @@ def _stays_running(ws: Workspace, pod: str, uid: str, seconds: float) -> None:
 
 @allure.story("a running pod stays when its node loses the label it selected; new pods follow the labels")
 @pytest.mark.relies_on("scheduler")  # pods only, no volumes
+@pytest.mark.quick
 def test_running_pod_stays_new_pods_follow_new_labels(ws: Workspace) -> None:
     ws.create(b.pod("ssd-app", node_selector={"storage": "ssd"}))
     pod = x.pod_runs(ws, "ssd-app")

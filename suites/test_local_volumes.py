@@ -17,6 +17,7 @@ pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Local volu
 
 
 @allure.story("each replica binds a local PV on its own node; a deleted pod returns; scale-down keeps claims")
+@pytest.mark.quick
 def test_statefulset_on_local_pvs(ws: Workspace) -> None:
     sc = x.local_class_with_pv_per_node(ws)
     ws.create(b.statefulset("db", 3, sc, "5Gi"))

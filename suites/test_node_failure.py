@@ -28,6 +28,7 @@ pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pyt
 @allure.feature("Node failure")
 @allure.story("Unknown, unreachable taints, evictions on the toleration schedule, and return")
 @pytest.mark.relies_on("scheduler", "node-lifecycle")  # no volumes
+@pytest.mark.quick
 def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     target = ws.node()
     node, pin = target["metadata"]["name"], ws.pin(target)
@@ -59,7 +60,7 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
     t_first = time.monotonic() - t0
     x.expect(not terminating(ws.get("Pod", "after-6s")) or t_first >= t_unknown + 5,
              "the 6 s pod must not be evicted together with the 0 s pod")
-    x.pod_evicted(ws, "after-6s", 40, "evicted after its 6 s toleration")
+    x.pod_evicted(ws, "after-6s", 40, "evicted after its 6 s toleration", timer="tolerationSeconds")
     t_second = time.monotonic() - t0
     x.expect(t_second - t_unknown >= 5.0, f"the 6 s toleration was honoured ({t_second - t_unknown:.1f}s)")
     still = ws.get("Pod", "default")

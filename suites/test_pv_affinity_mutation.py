@@ -126,6 +126,7 @@ def test_seed_kubectl_merge_patch_is_accepted(ws: Workspace, kubectl: Path) -> N
 @allure.feature("gate on")
 @allure.story("a Bound PV stays Bound to the same claim: the 'turns Available and is rebound' claim is false")
 @pytest.mark.needs("mutable-pv-affinity")
+@pytest.mark.quick
 def test_mutation_keeps_pv_bound_refuting_available_and_rebind_claim(ws: Workspace) -> None:
     zones = ws.zones()
     pv = x.bound_pair(ws, b.zone_affinity(zones[0]))

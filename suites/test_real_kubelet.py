@@ -166,6 +166,7 @@ def _affinity_of(node: Obj) -> Obj:
 @allure.story("node drained and lost; the volume's data copied to another node; the PV's affinity follows; same bytes")
 # (the move goes through pvchaos-csi's control file)
 @pytest.mark.needs("mutable-pv-affinity", "pvchaos-csi-control", "dynamic-local")
+@pytest.mark.quick
 def test_moved_volume_brings_the_pod_back_with_the_same_bytes(ws: Workspace) -> None:
     pv, before, old, path, target = _drain_and_move(ws)
     mut.replace_affinity(ws.kube, o.name(pv), _affinity_of(target))

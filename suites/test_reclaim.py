@@ -32,6 +32,7 @@ def test_delete_policy_removes_volume(ws: Workspace) -> None:
 
 @allure.story("Retain keeps the PV Released with its claimRef until the claimRef is cleared")
 @pytest.mark.needs("static-pv")
+@pytest.mark.quick
 def test_retain_policy_released_until_claim_ref_cleared(ws: Workspace) -> None:
     iso = ws.case_labels
     pv = ws.create(b.persistent_volume(ws.name("retained"), "5Gi", labels=iso, reclaim="Retain"))

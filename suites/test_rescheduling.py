@@ -73,6 +73,7 @@ def test_wait_for_first_consumer_failure_reschedules_the_same_pod_elsewhere(ws: 
 
 
 @allure.story("Immediate: no node to give back; the pod waits for the claim and the provisioner retries")
+@pytest.mark.quick
 def test_immediate_failure_is_retried_without_a_selected_node(ws: Workspace) -> None:
     # The failing attempt takes 5 s, so the scheduler has judged the pod before a retry can
     # bind the claim (a quick retry once bound it first and the pod was simply scheduled).

@@ -18,6 +18,7 @@ pytestmark = [allure.epic("Scheduling with volumes"), allure.feature("Spreading 
 
 
 @allure.story("topologySpreadConstraints on zones spread replicas and their volumes")
+@pytest.mark.quick
 def test_topology_spread_puts_replicas_and_volumes_in_distinct_zones(ws: Workspace) -> None:
     """The volumes spread with the replicas: a zonal driver's into the replica's zone, a
     per-node driver's onto the replica's node (in that zone)."""

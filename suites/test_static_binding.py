@@ -140,6 +140,7 @@ def test_class_name_typo_is_reported(ws: Workspace) -> None:
 
 
 @allure.story("pre-bound volumeName")
+@pytest.mark.quick
 def test_volume_name_binds_that_pv_not_the_smallest(ws: Workspace) -> None:
     iso = _isolating_label(ws)
     small = ws.create(b.persistent_volume(ws.name("small"), "5Gi", labels=iso))

@@ -29,6 +29,7 @@ def _rwop_claim(ws: Workspace) -> str:
 
 @allure.feature("VolumeRestrictions")
 @allure.story("a ReadWriteOncePod claim in use: a second pod using it is unschedulable, cluster-wide")
+@pytest.mark.quick
 def test_read_write_once_pod_claim_admits_one_pod(ws: Workspace) -> None:
     _rwop_claim(ws)
     ws.create(b.pod("first", ("data",)))

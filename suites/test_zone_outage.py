@@ -30,6 +30,12 @@ pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Zone outage
               pytest.mark.needs("node-failure", "zones")]
 
 
+# Every zone down: pods tolerate the unreachable taint this long, and the test watches past
+# it (an eviction the disruption mode should have prevented shows within the margin).
+ALL_DOWN_TOLERATION = 5
+ALL_DOWN_HOLD = ALL_DOWN_TOLERATION + 6
+
+
 def _pods_on_every_node(ws: Workspace, tolerate: int) -> dict[str, str]:
     """One pod per node tolerating the unreachable taint for `tolerate` s; pod -> node."""
     placed = {}
@@ -48,6 +54,7 @@ def _tainted(state: dict[str, Obj], nodes: Sequence[str]) -> list[str]:
 
 @allure.story("one zone down, others healthy: its nodes are tainted and its pods evicted; other zones untouched")
 @pytest.mark.relies_on("scheduler", "node-lifecycle")  # no volumes
+@pytest.mark.quick
 def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     placed = _pods_on_every_node(ws, tolerate=0)
     zone = ws.zones()[0]
@@ -57,11 +64,12 @@ def test_single_zone_outage_evicts_that_zone(ws: Workspace) -> None:
     outage = chaos_nodes.zone_outage(ws, zone)
     down = outage.touched
     wait_for_state(ws.kube, "Node", lambda st: True if len(_tainted(st, down)) == len(down) else None,
-                   f"every node of {zone} tainted {UNREACHABLE}:NoExecute", timeout=bound.seconds + 30)
+                   f"every node of {zone} tainted {UNREACHABLE}:NoExecute", timeout=bound.seconds + 30,
+                   timer="node-monitor-grace-period, node-eviction-rate")
     x.within(bound, measure.since("until the whole zone is tainted, seconds", t0))
     for pod, node in placed.items():
         if node in down:
-            x.pod_evicted(ws, pod, 30, f"evicted from {node}")
+            x.pod_evicted(ws, pod, 30, f"evicted from {node}")  # tolerationSeconds 0: no timer
     for pod, node in placed.items():
         if node not in down:
             other = ws.get("Pod", pod)
@@ -84,12 +92,12 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
     if outside:
         pytest.skip(f"nodes {outside} are in no zone and stay up (kind's control plane): the node-lifecycle "
                     "controller counts them as a healthy zone, so every zone is never down")
-    placed = _pods_on_every_node(ws, tolerate=10)
+    placed = _pods_on_every_node(ws, tolerate=ALL_DOWN_TOLERATION)
     nodes = sorted(set(placed.values()))
     zones = ws.zones()
     chaos_nodes.cluster_outage(ws)
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "Unknown" for n in nodes)
-                   else None, "every node Unknown", timeout=60)
+                   else None, "every node Unknown", timeout=60, timer="node-monitor-grace-period")
     log = ws.cluster.directory / "logs" / "kube-controller-manager.log" if ws.cluster.directory else None
     if log is not None:
         poll_until(lambda: True if "Entering master disruption mode" in log.read_text(errors="replace") else None,
@@ -102,8 +110,10 @@ def test_all_zones_down_evicts_nothing(ws: Workspace) -> None:
         gone = [p for p, n in placed.items() if n not in tainted_late and gone_or_terminating(st.get(f"{ws.namespace}/{p}"))]
         return f"pods on untainted nodes evicted although every zone is down: {gone}" if gone else None
 
-    with allure.step("for 16 s (past the 10 s tolerations) no pod on an untainted node is evicted"):
-        holds_for(ws.kube, "Pod", evicted_untainted, 16, "no eviction while all zones are down", ws.namespace)
+    with allure.step(f"for {ALL_DOWN_HOLD} s (past the {ALL_DOWN_TOLERATION} s tolerations) no pod on an "
+                     "untainted node is evicted"):
+        holds_for(ws.kube, "Pod", evicted_untainted, ALL_DOWN_HOLD, "no eviction while all zones are down",
+                  ws.namespace, timer="tolerationSeconds")
     measure.note("nodes tainted after master disruption mode", ",".join(sorted(tainted_late)) or "none")
     print(f"all zones down: nodes NoExecute-tainted despite master disruption mode: {sorted(tainted_late) or 'none'}")
     x.expect(len(tainted_late) <= len(zones),
@@ -117,15 +127,19 @@ def test_partial_zone_disruption_stops_tainting(ws: Workspace) -> None:
     zone = ws.zones()[0]
     down = [NodeName(name(n)) for n in ws.nodes(zone)[:3]]
     placed = _pods_on_every_node(ws, tolerate=0)
+    settings = x.lifecycle(ws)
     chaos_nodes.fail_nodes(ws, down, f"3 of 4 nodes of {zone}")
     wait_for_state(ws.kube, "Node", lambda st: True if all(node_ready_status(st.get(n)) == "Unknown" for n in down)
-                   else None, f"{down} Unknown", timeout=60)
+                   else None, f"{down} Unknown", timeout=60, timer="node-monitor-grace-period")
 
     def too_many(st: dict[str, Obj]) -> str | None:
         tainted = _tainted(st, down)
         return f"{tainted} tainted NoExecute in a partially disrupted zone" if len(tainted) == len(down) else None
 
-    with allure.step("for 25 s (time for 2+ tokens at 0.1 node/s) not every down node gets NoExecute"):
-        holds_for(ws.kube, "Node", too_many, 25, "partial disruption stops tainting")
+    window = timings.tainter_would_finish(len(down), settings)  # 25 s at upstream's 0.1 node/s
+    with allure.step(f"for {window:g} s (time for {len(down) - 1}+ tokens at {settings.eviction_rate_per_second:g} "
+                     "node/s) not every down node gets NoExecute"):
+        holds_for(ws.kube, "Node", too_many, window, "partial disruption stops tainting",
+                  timer="node-eviction-rate")
     survivors = [p for p, n in placed.items() if n in down and not terminating(ws.get("Pod", p))]
     x.expect(len(survivors) >= 2, f"most pods on the down nodes stay: {survivors}")

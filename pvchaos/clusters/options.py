@@ -90,6 +90,9 @@ class Options:
     no_canaries: bool = field(default=False, metadata=_opt(
         "--no-canaries", "skip the per-cluster canaries (pvchaos/kit/canaries.py): every test then waits out "
         "its own timeouts on a broken cluster, as the detection-power self-checks need", action="store_true"))
+    quick: bool = field(default=False, metadata=_opt(
+        "--quick", "only each suite's core test (marker quick): a change's first feedback in about a minute; "
+        "the full run stays the gate", action="store_true"))
     scale: bool = field(default=False, metadata=_opt(
         "--scale", "also run the tests marked scale (PVC storms: suites/test_scale.py); without it they are "
         "deselected", action="store_true"))

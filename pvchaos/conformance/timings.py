@@ -21,6 +21,7 @@ from dataclasses import dataclass
 # cannot be read (an existing cluster).
 UPSTREAM_GRACE_SECONDS = 50.0
 UPSTREAM_MONITOR_PERIOD_SECONDS = 5.0
+UPSTREAM_EVICTION_RATE = 0.1  # --node-eviction-rate: nodes a second a healthy zone's tainter may taint
 # The stated allowance for a busy control plane: bound = (configured + one period) x
 # FACTOR + MARGIN. Loose enough for 2 cores under load, tight enough that a grace period
 # 4x the configured one fails (8 s configured: bound 18.5 s; 32 s real: ~33 s measured).
@@ -35,6 +36,7 @@ class LifecycleSettings:
     grace_seconds: float
     monitor_period_seconds: float
     source: str
+    eviction_rate_per_second: float = UPSTREAM_EVICTION_RATE  # the cluster's, where it says
 
 
 @dataclass(frozen=True)
@@ -71,13 +73,25 @@ def lifecycle_settings(description: Mapping[str, str]) -> LifecycleSettings:
     upstream's defaults, said so, where the cluster does not tell."""
     grace = _seconds(description.get("node-monitor-grace-period"))
     period = _seconds(description.get("node-monitor-period"))
+    rate = _rate(description.get("node-eviction-rate"))
     if grace is None:
         return LifecycleSettings(UPSTREAM_GRACE_SECONDS, period or UPSTREAM_MONITOR_PERIOD_SECONDS,
-                                 "upstream defaults: the cluster's own settings could not be read")
+                                 "upstream defaults: the cluster's own settings could not be read", rate)
     if period is None:
         return LifecycleSettings(grace, UPSTREAM_MONITOR_PERIOD_SECONDS,
-                                 "the cluster's grace period; monitor period: upstream default")
-    return LifecycleSettings(grace, period, "the cluster's configuration")
+                                 "the cluster's grace period; monitor period: upstream default", rate)
+    return LifecycleSettings(grace, period, "the cluster's configuration"
+                             + ("" if "node-eviction-rate" in description else "; eviction rate: upstream default"),
+                             rate)
+
+
+def _rate(text: str | None) -> float:
+    """`--node-eviction-rate` as the cluster states it; upstream's 0.1 when it does not."""
+    try:
+        rate = float(str(text).split()[0]) if text else UPSTREAM_EVICTION_RATE
+    except ValueError:
+        return UPSTREAM_EVICTION_RATE
+    return rate if rate > 0 else UPSTREAM_EVICTION_RATE
 
 
 def _stretch(seconds: float) -> float:
@@ -99,12 +113,19 @@ def eviction_after_taint(toleration_seconds: float, s: LifecycleSettings) -> Bou
                  f"tolerationSeconds {toleration_seconds:g}s x{FACTOR:g} + {MARGIN_SECONDS:g}s ({s.source})")
 
 
-def zone_tainted(nodes: int, s: LifecycleSettings, eviction_rate_per_second: float = 0.1) -> Bound:
+def zone_tainted(nodes: int, s: LifecycleSettings) -> Bound:
     """Every node of a fully disrupted zone tainted: unreachable, then one NoExecute taint
-    per 1/rate seconds after the first (the zone's rate limiter; `--node-eviction-rate`
-    0.1/s upstream)."""
-    rate_limited = max(0, nodes - 1) / eviction_rate_per_second
+    per 1/rate seconds after the first (the zone's rate limiter; `--node-eviction-rate`,
+    0.1/s upstream, as the cluster states it)."""
+    rate_limited = max(0, nodes - 1) / s.eviction_rate_per_second
     base = s.grace_seconds + s.monitor_period_seconds + rate_limited
     return Bound(f"all {nodes} nodes of the zone tainted", _stretch(base),
                  f"grace {s.grace_seconds:g}s + period {s.monitor_period_seconds:g}s + {rate_limited:g}s of the "
                  f"zone's rate limiter from {s.source}, x{FACTOR:g} + {MARGIN_SECONDS:g}s")
+
+
+def tainter_would_finish(nodes: int, s: LifecycleSettings) -> float:
+    """Seconds in which a zone's tainter, were it not stopped, would have NoExecute-tainted
+    all `nodes` nodes once they are Unknown (the first token is free, then one per 1/rate
+    seconds), plus the margin: how long a test watches to show that it was stopped."""
+    return max(0, nodes - 1) / s.eviction_rate_per_second + MARGIN_SECONDS

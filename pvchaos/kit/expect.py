@@ -235,9 +235,10 @@ def pod_replaced(ws: Workspace, name: str, old_uid: str, timeout: float = 60) ->
 
 
 @allure.step("pod {name} is evicted")
-def pod_evicted(ws: Workspace, name: str, timeout: float = 60, why: str = "evicted") -> None:
-    """Deleted by the taint-eviction controller (Terminating with no kubelet, or gone)."""
-    wait_gone(ws.kube, "Pod", name, ws.namespace, timeout, why, terminating=True)
+def pod_evicted(ws: Workspace, name: str, timeout: float = 60, why: str = "evicted", timer: str | None = None) -> None:
+    """Deleted by the taint-eviction controller (Terminating with no kubelet, or gone);
+    `timer`: the upstream timer the wait sits out (a tolerationSeconds), for kube.spent."""
+    wait_gone(ws.kube, "Pod", name, ws.namespace, timeout, why, terminating=True, timer=timer)
 
 
 def node_of(ws: Workspace, pod_name: str) -> Obj:

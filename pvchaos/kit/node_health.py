@@ -23,7 +23,8 @@ def wait_node_unreachable(ws: Workspace, node: str, timeout: float = 60) -> Obj:
     test that goes on after the first taint alone races the second."""
     got = wait_for(ws.kube, "Node", node, lambda n: o.ready(n) == "Unknown" and has_taint(n, UNREACHABLE, "NoExecute")
                    and has_taint(n, UNREACHABLE, "NoSchedule"),
-                   "Ready=Unknown and taints node.kubernetes.io/unreachable:NoExecute and :NoSchedule", None, timeout)
+                   "Ready=Unknown and taints node.kubernetes.io/unreachable:NoExecute and :NoSchedule", None, timeout,
+                   timer="node-monitor-grace-period")
     wanted = messages.any_of("NODE_UNREACHABLE_MESSAGE")
     assert any(w in o.ready_message(got) for w in wanted), f"Ready message {o.ready_message(got)!r}, expected {wanted}"
     return got

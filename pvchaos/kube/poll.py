@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import tenacity
 
+from pvchaos.kube import spent
 from pvchaos.kube.errors import PollTimeout
 
 T = TypeVar("T")
@@ -42,7 +43,8 @@ def poll_until(check: Callable[[], T | None], timeout: float, what: str, interva
         reraise=True,
     )
     try:
-        return retrying(attempt)
+        with spent.charged(spent.WAITS):
+            return retrying(attempt)
     except _NotYet:
         raise PollTimeout(f"{what}: not reached within {timeout:.0f}s (last: {last[0]})") from None
     except _Aborted as exc:

@@ -8,6 +8,10 @@ carrying what was expected, the last object seen and its recent events, or
 `ApiUnreachable` when the API server stopped answering (infrastructure, not a verdict);
 a state that cannot turn good (`fail_if`) ends the wait at once with `WaitFailed`.
 `wait_for` returns the object it awaited; `wait_gone` waits for a deletion.
+
+Every wait charges its time to `pvchaos.kube.spent`: to the harness's waits, or, when the
+caller names the upstream timer it sits out (`timer="node-monitor-grace-period"`), to
+Kubernetes timers, so a run's summary shows which of the two its minutes went to.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import urllib3
 import yaml
 
 from pvchaos.kube import objects as o
+from pvchaos.kube import spent
 from pvchaos.kube.client import Kube
 from pvchaos.kube.errors import ApiError, ApiUnreachable, ConditionNotReached, WaitFailed, WaitTimeout
 from pvchaos.kube.kinds import Obj, event_lines, events_for, list_objects, watch_objects
@@ -61,13 +66,23 @@ def wait_for_state(
     fail_if: Callable[[State], str | None] | None = None,
     focus: Callable[[State], Obj | None] | None = None,
     seen: Callable[[str, Obj | None], None] | None = None,
+    timer: str | None = None,
     **selectors: Any,
 ) -> T:
     """Watch the objects of a kind (narrowed by label/field `selectors`) until `until`
     returns a non-None value, which is returned. `focus` picks the object shown on failure.
     `seen(key, obj)` hears every listed object and every change (obj None: deleted) before
     `until` runs, so a wait over thousands of objects can keep its counts incrementally
-    instead of rescanning the whole state at each event."""
+    instead of rescanning the whole state at each event. `timer` names the upstream timer
+    the wait sits out, if any (module docstring)."""
+    with spent.charged(_category(timer)):
+        return _wait_for_state(kube, kind_name, until, expect, namespace, timeout, fail_if, focus, seen, selectors)
+
+
+def _wait_for_state(kube: Kube, kind_name: str, until: Callable[[State], T | None], expect: str,
+                    namespace: str | None, timeout: float, fail_if: Callable[[State], str | None] | None,
+                    focus: Callable[[State], Obj | None] | None, seen: Callable[[str, Obj | None], None] | None,
+                    selectors: dict[str, Any]) -> T:
     deadline = time.monotonic() + timeout
     state: State = {}
 
@@ -126,6 +141,7 @@ def wait_for(
     namespace: str | None = None,
     timeout: float = 60.0,
     fail_if: Callable[[Obj | None], str | None] | None = None,
+    timer: str | None = None,
 ) -> Obj:
     """Wait for one named object to exist and satisfy `until`; returns it as last seen."""
     key = f"{namespace}/{name}" if namespace else name
@@ -138,12 +154,12 @@ def wait_for(
         return fail_if(state.get(key)) if fail_if else None
 
     return wait_for_state(kube, kind_name, done, f"{key}: {expect}", namespace, timeout,
-                          failed if fail_if else None, focus=lambda s: s.get(key),
+                          failed if fail_if else None, focus=lambda s: s.get(key), timer=timer,
                           field_selector=f"metadata.name={name}")
 
 
 def wait_gone(kube: Kube, kind_name: str, name: str, namespace: str | None = None, timeout: float = 60.0,
-              expect: str = "deleted", terminating: bool = False) -> None:
+              expect: str = "deleted", terminating: bool = False, timer: str | None = None) -> None:
     """Wait until the named object no longer exists (or, with `terminating`, is being deleted:
     with no kubelet an evicted pod stays Terminating)."""
     key = f"{namespace}/{name}" if namespace else name
@@ -153,11 +169,11 @@ def wait_gone(kube: Kube, kind_name: str, name: str, namespace: str | None = Non
         return True if obj is None or (terminating and o.terminating(obj)) else None
 
     wait_for_state(kube, kind_name, done, f"{key}: {expect}", namespace, timeout, focus=lambda s: s.get(key),
-                   field_selector=f"metadata.name={name}")
+                   timer=timer, field_selector=f"metadata.name={name}")
 
 
 def wait_for_event(kube: Kube, obj: Obj, contains: str | tuple[str, ...], reason: str | None = None,
-                   timeout: float = 60.0) -> Obj:
+                   timeout: float = 60.0, timer: str | None = None) -> Obj:
     """Wait for an event about `obj` whose message contains one of `contains`."""
     meta = obj.get("metadata") or {}
     wanted = (contains,) if isinstance(contains, str) else contains
@@ -174,7 +190,8 @@ def wait_for_event(kube: Kube, obj: Obj, contains: str | tuple[str, ...], reason
     try:
         return wait_for_state(kube, "Event", found,
                               f"an event{' ' + reason if reason else ''} containing {' or '.join(map(repr, wanted))}",
-                              namespace, timeout, field_selector=f"involvedObject.name={meta.get('name')}")
+                              namespace, timeout, timer=timer,
+                              field_selector=f"involvedObject.name={meta.get('name')}")
     except ConditionNotReached as exc:
         raise ConditionNotReached(f"{exc}\nabout:\n{describe(obj, kube)}") from None
 
@@ -186,10 +203,18 @@ def holds_for(
     seconds: float,
     what: str,
     namespace: str | None = None,
+    timer: str | None = None,
     **selectors: Any,
 ) -> State:
     """Watch for `seconds` and fail at once if `violation` reports one: how a test asserts
-    that something does NOT happen (no eviction, no rebinding) over a bounded window."""
+    that something does NOT happen (no eviction, no rebinding) over a bounded window.
+    `timer`: the upstream timer the window sits out, if any (module docstring)."""
+    with spent.charged(_category(timer)):
+        return _holds_for(kube, kind_name, violation, seconds, what, namespace, selectors)
+
+
+def _holds_for(kube: Kube, kind_name: str, violation: Callable[[State], str | None], seconds: float, what: str,
+               namespace: str | None, selectors: dict[str, Any]) -> State:
     deadline = time.monotonic() + seconds
     state: State = {}
     while True:
@@ -211,6 +236,10 @@ def holds_for(
             pass
         if time.monotonic() >= deadline:
             return state
+
+
+def _category(timer: str | None) -> str:
+    return spent.TIMERS if timer else spent.WAITS
 
 
 def _watch_into(state: State, kube: Kube, kind_name: str, namespace: str | None, rv: str, remaining: float,

@@ -24,7 +24,17 @@ from pvchaos.kit.canaries import CANARIES
 from pvchaos.kit.storm_plan import cluster_marker_options
 from pvchaos.kube import snapshot
 from pvchaos.kube.errors import CanaryFailed, InvariantViolation
-from pvchaos.plugin import csi_calls, evidence, hookspecs, interrupts, long_tests, sharding, summary, upgrade_options
+from pvchaos.plugin import (
+    csi_calls,
+    evidence,
+    hookspecs,
+    interrupts,
+    long_tests,
+    quick,
+    sharding,
+    summary,
+    upgrade_options,
+)
 from pvchaos.plugin.fixtures import (
     CANARY_KEY,
     WORKSPACE_KEY,
@@ -70,6 +80,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.register(summary, "pvchaos-summary")  # the session-end table (summary.py)
     pluginmanager.register(sharding, "pvchaos-sharding")  # --shard K/N, applied after every other deselection
     pluginmanager.register(long_tests, "pvchaos-long")  # tests marked long run only with --long
+    pluginmanager.register(quick, "pvchaos-quick")  # --quick: each suite's core test only
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

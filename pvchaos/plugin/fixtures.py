@@ -34,7 +34,7 @@ from pvchaos.drivers.driver import Driver, driver_for, missing_for
 from pvchaos.drivers.profile import DriverProfile
 from pvchaos.kit.canaries import CANARIES, CanaryResult, first_failure, relied_on, run_canaries
 from pvchaos.kit.workspace import Workspace
-from pvchaos.kube import kinds
+from pvchaos.kube import kinds, spent
 from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.errors import CanaryFailed
@@ -145,10 +145,11 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
         teardown: Teardown | None = None
         if disruptive and (known := _known_canary_failure(request, want)) is not None:
             raise known  # an error at set-up: no fresh cluster is started to learn it again
-        if disruptive:
-            handle, teardown = cluster_pool.fresh(want)
-        else:
-            handle = cluster_pool.shared(want)
+        with spent.charged(spent.CLUSTERS):  # the run's summary splits this out of the tests' time
+            if disruptive:
+                handle, teardown = cluster_pool.fresh(want)
+            else:
+                handle = cluster_pool.shared(want)
     except CannotProvide as exc:
         pytest.skip(str(exc))
     except ClusterError as exc:
@@ -161,7 +162,8 @@ def cluster(request: pytest.FixtureRequest, cluster_pool: ClusterPool,
         yield handle
     finally:
         if teardown is not None:
-            teardown()
+            with spent.charged(spent.CLUSTERS):
+                teardown()
 
 
 def _refuse_disruption(pool: ClusterPool, handle: ClusterHandle, item: pytest.Item) -> None:

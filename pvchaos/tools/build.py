@@ -2,8 +2,9 @@
 
 Everything the embedded cluster runs is built here from the Go module proxy: the
 control plane and kubectl (inside a generated wrapper module, see `tools.gomod`),
-etcd (a wrapper module too), KWOK, and our zonal test provisioner. A second call
-with the same versions finds the binaries in the cache and returns in milliseconds.
+etcd (a wrapper module too), KWOK, and, only when a cluster asks for it, the old zonal
+test provisioner (the default path runs the CSI stack, tools/csi_sidecars.py). A second
+call with the same versions finds the binaries in the cache and returns in milliseconds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +34,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PROVISIONER_SRC = Path(__file__).resolve().parent / "provisioner"
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 K8S_NODE_COMMANDS = ("kubelet", "kubeadm", "kube-proxy")  # what a kind node image adds (tools/nodeimage)
+# What a local cluster runs unless it asks for the test double (`"provisioner"`: 95 s of a
+# cold build that the default path never starts).
+DEFAULT_PARTS = ("kubernetes", "etcd", "kwok")
 
 
 class BuildError(RuntimeError):
@@ -176,20 +181,24 @@ def build_kubernetes(version: str, out_dir: Path, log: Path, commands: Iterable[
     _log(f"k8s.io/kubernetes {version}: wrapper with {len(upstream.local_replaces)} staging replaces")
     _run_go([go, "mod", "download", "k8s.io/kubernetes"], wrapper, log, f"download k8s.io/kubernetes@{version}")
     ldflags = gomod.version_ldflags(version)
-    for name in commands:
-        target = out_dir / name
-        if target.exists():
-            continue
-        start = time.monotonic()
-        _log(f"building {name} {version} ...")
-        tmp_out = wrapper / f"{name}.out"
-        _run_go(
-            [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp_out), f"k8s.io/kubernetes/cmd/{name}"],
-            wrapper, log, f"build {name} {version}",
-        )
-        _install(tmp_out, target)
-        tmp_out.unlink()
-        _log(f"built {name} {version} in {time.monotonic() - start:.0f}s")
+    missing = [name for name in commands if not (out_dir / name).exists()]
+    if not missing:
+        return
+    # One `go build` of every missing command: the package graph is loaded once and each
+    # command's link overlaps the others' compiles (four builds in turn load it four times
+    # and link one at a time).
+    start = time.monotonic()
+    _log(f"building {', '.join(missing)} {version} ...")
+    tmp_dir = wrapper / "out"
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    tmp_dir.mkdir()
+    _run_go([go, "build", "-trimpath", "-ldflags", ldflags, "-o", f"{tmp_dir}/",
+             *(f"k8s.io/kubernetes/cmd/{name}" for name in missing)],
+            wrapper, log, f"build {', '.join(missing)} {version}")
+    for name in missing:
+        _install(tmp_dir / name, out_dir / name)
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    _log(f"built {', '.join(missing)} {version} in {time.monotonic() - start:.0f}s")
 
 
 def build_etcd(version: str, out_dir: Path, log: Path) -> None:
@@ -281,7 +290,8 @@ def ensure_binaries(
     kwok_version: str = DEFAULT_KWOK_VERSION,
     only: Iterable[str] | None = None,
 ) -> Binaries:
-    """Return cached binaries for these versions, building whatever is missing."""
+    """Return cached binaries for these versions, building whatever is missing of `only`
+    (default DEFAULT_PARTS: the test provisioner's path is returned, built only when asked)."""
     gomod.staging_version(k8s_version)  # validate before doing anything
     root = cache_root() / "bin"
     k8s_dir = root / f"kubernetes-{k8s_version}"
@@ -290,7 +300,7 @@ def ensure_binaries(
     prov_dir = root / f"provisioner-{provisioner_digest()}"
     logs = cache_root() / "build-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    wanted = set(only or ("kubernetes", "etcd", "kwok", "provisioner"))
+    wanted = set(only or DEFAULT_PARTS)
     started = time.monotonic()
     present = {  # installs are atomic renames: a file that exists is complete
         "kubernetes": all((k8s_dir / n).exists() for n in K8S_COMMANDS),
@@ -326,15 +336,34 @@ def _build_lock() -> Iterator[None]:
         yield
 
 
+def build_at_once(builds: Sequence[Callable[[], object]], at_once: int = 2) -> None:
+    """Run independent builds (each its own `go` process and targets, none taking the lock:
+    the caller holds it) `at_once` at a time. On 2 cores one build leaves a core idle while
+    it loads packages, links or downloads, which another fills (bench/build_concurrency.py).
+    Every build finishes; then the first error is raised."""
+    if len(builds) <= 1 or at_once <= 1:
+        for build in builds:
+            build()
+        return
+    with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="pvchaos-build") as pool:
+        futures = [pool.submit(build) for build in builds]
+    for future in futures:
+        if (error := future.exception()) is not None:
+            raise error
+
+
 def _build_missing(wanted: set[str], k8s_version: str, etcd_version: str, kwok_version: str,
                    k8s_dir: Path, etcd_dir: Path, kwok_dir: Path, prov_dir: Path, logs: Path) -> None:
-    if "kubernetes" in wanted and not all((k8s_dir / n).exists() for n in K8S_COMMANDS):
-        build_kubernetes(k8s_version, k8s_dir, logs / f"kubernetes-{k8s_version}.log")
-    if "kubernetes-node" in wanted and not all((k8s_dir / n).exists() for n in K8S_NODE_COMMANDS):
-        build_kubernetes(k8s_version, k8s_dir, logs / f"kubernetes-{k8s_version}.log", K8S_NODE_COMMANDS)
+    k8s_log = logs / f"kubernetes-{k8s_version}.log"
+    commands = [*(K8S_COMMANDS if "kubernetes" in wanted else ()),
+                *(K8S_NODE_COMMANDS if "kubernetes-node" in wanted else ())]
+    builds: list[Callable[[], object]] = []
+    if commands and not all((k8s_dir / n).exists() for n in commands):
+        builds.append(lambda: build_kubernetes(k8s_version, k8s_dir, k8s_log, commands))
     if "etcd" in wanted:
-        build_etcd(etcd_version, etcd_dir, logs / f"etcd-{etcd_version}.log")
+        builds.append(lambda: build_etcd(etcd_version, etcd_dir, logs / f"etcd-{etcd_version}.log"))
     if "kwok" in wanted:
-        build_kwok(kwok_version, kwok_dir, logs / f"kwok-{kwok_version}.log")
+        builds.append(lambda: build_kwok(kwok_version, kwok_dir, logs / f"kwok-{kwok_version}.log"))
     if "provisioner" in wanted:
-        build_provisioner(prov_dir, logs / "provisioner.log")
+        builds.append(lambda: build_provisioner(prov_dir, logs / "provisioner.log"))
+    build_at_once(builds)

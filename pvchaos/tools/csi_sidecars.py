@@ -17,9 +17,20 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from pvchaos.tools.build import BuildError, _build_lock, _go_env, _install, _log, _require_go, _run_go, cache_root
+from pvchaos.tools.build import (
+    BuildError,
+    _build_lock,
+    _go_env,
+    _install,
+    _log,
+    _require_go,
+    _run_go,
+    build_at_once,
+    cache_root,
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,16 @@ def _module_dir(sidecar: Sidecar, log: Path) -> Path:
     return Path(info["Dir"])
 
 
+def writable_source(sidecar: Sidecar, work: Path) -> Path:
+    """The sidecar's module copied to `work`, where it builds as the main module (its
+    replaces apply). The module cache is read-only; the copy must be writable for go to
+    update go.sum."""
+    shutil.copytree(_module_dir(sidecar, sidecar.log), work, ignore=shutil.ignore_patterns(".git"))
+    for path in [work, *work.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    return work
+
+
 def build_sidecar(sidecar: Sidecar) -> Path:
     """Build one sidecar into the cache unless it is there; no lock (callers hold it)."""
     if sidecar.target.exists():
@@ -83,13 +104,8 @@ def build_sidecar(sidecar: Sidecar) -> Path:
     go = _require_go()
     start = time.monotonic()
     _log(f"building {sidecar.name} {sidecar.version} ...")
-    src = _module_dir(sidecar, sidecar.log)
     with tempfile.TemporaryDirectory(prefix=f"pvchaos-{sidecar.name}-") as tmp:
-        work = Path(tmp) / "src"
-        # The module cache is read-only; the copy must be writable for go to update go.sum.
-        shutil.copytree(src, work, ignore=shutil.ignore_patterns(".git"))
-        for path in [work, *work.rglob("*")]:
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        work = writable_source(sidecar, Path(tmp) / "src")
         out = Path(tmp) / sidecar.name
         _run_go([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out), sidecar.command],
                 work, sidecar.log, f"build {sidecar.name} {sidecar.version}")
@@ -99,9 +115,9 @@ def build_sidecar(sidecar: Sidecar) -> Path:
 
 
 def ensure_csi_sidecars() -> SidecarBinaries:
-    """The cached sidecars, building whatever is missing under the one build lock."""
+    """The cached sidecars, building whatever is missing under the one build lock, both at
+    once (build_at_once)."""
     if not all(s.target.exists() for s in SIDECARS):  # installs are atomic: present means complete
         with _build_lock():
-            for sidecar in SIDECARS:
-                build_sidecar(sidecar)
+            build_at_once([partial(build_sidecar, s) for s in SIDECARS if not s.target.exists()])
     return SidecarBinaries(provisioner=PROVISIONER.target, attacher=ATTACHER.target)

@@ -58,9 +58,12 @@ def _failures(results: list[dict[str, object]]) -> str:
 def test_two_shards_merged_equal_one_unsharded_run(tmp_path: Path) -> None:
     ensure_binaries(DEFAULT_K8S_VERSION)
     shards = [tmp_path / "shard-1", tmp_path / "shard-2"]
+    # The unsharded run needs nothing of the shards': all three start at once (one worker
+    # each, like a `-n 3` run), so the test takes one run's time rather than two.
     procs = [_start(d, tmp_path / f"state-{k}", "--shard", f"{k}/2") for k, d in enumerate(shards, 1)]
+    whole_proc = _start(tmp_path / "whole", tmp_path / "state-0")
     shard_runs = [_finish(p) for p in procs]
-    whole_code, whole_out = _finish(_start(tmp_path / "whole", tmp_path / "state-0"))
+    whole_code, whole_out = _finish(whole_proc)
     for code, out in shard_runs:
         assert code in (0, 1), out[-3000:]
     whole = report.load_results(report.layout(tmp_path / "whole").results)

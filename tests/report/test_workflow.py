@@ -104,3 +104,24 @@ def test_versions_are_served_and_cached_files_exist() -> None:
     for pattern in re.findall(r"hashFiles\(([^)]*)\)", text):
         for glob in re.findall(r"'([^']+)'", pattern):
             assert list(ROOT.glob(glob)), f"{glob}: the cache key hashes no file"
+
+
+def test_binary_cache_keys_cover_every_built_source() -> None:
+    """A cached binary whose source or version the key does not hash is rebuilt every
+    night (the CSI driver and sidecars were, issue 38): each key names the repository's Go
+    sources and the modules that pin the upstream versions."""
+    import inspect
+
+    from pvchaos.tools import csi_sidecars, versions
+    from pvchaos.tools.build import PROVISIONER_SRC
+    from pvchaos.tools.csi_driver import CSI_DRIVER_SRC
+
+    def rel(path: str | Path) -> str:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+
+    keys = {step["with"]["path"].split()[0]: step["with"]["key"] for step in _workflow()["jobs"]["suites"]["steps"]
+            if step.get("uses", "").startswith("actions/cache/restore")}
+    pinned = [rel(inspect.getfile(csi_sidecars)), rel(inspect.getfile(versions))]
+    assert all(f"'{rel(src)}/**'" in keys["~/.cache/pvchaos"] for src in (CSI_DRIVER_SRC, PROVISIONER_SRC)), keys
+    assert all(f"'{rel(src)}/go.sum'" in keys["~/go/pkg/mod"] for src in (CSI_DRIVER_SRC, PROVISIONER_SRC)), keys
+    assert all(f"'{module}'" in key for module in pinned for key in keys.values()), keys

@@ -260,6 +260,8 @@ def test_past_a_hundred_lease_renewals_a_second_a_cluster_runs_upstream_timings(
     assert (sized.node_lease_seconds, sized.node_monitor_grace_seconds) == (40, 50)
     kcm = flags.controller_manager_args(sized, Path("/tmp/x"), 1)
     assert "--node-monitor-period=5s" in kcm and "--pvclaimbinder-sync-period=15s" in kcm
+    assert "--node-eviction-rate=0.1" in kcm and "--node-eviction-rate=1" in flags.controller_manager_args(
+        small, Path("/tmp/x"), 1)
     assert "--node-lease-duration-seconds=40" in flags.kwok_args(sized, Path("/tmp/x"), "zone-a", Path("/s"))
 
 

@@ -66,7 +66,7 @@ from pvchaos.clusters.local.registry import (
     state_root,
 )
 from pvchaos.clusters.topology import NodeSpec
-from pvchaos.kube import kinds
+from pvchaos.kube import kinds, spent
 from pvchaos.kube import objects as o
 from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.naming import OWNED_LABEL
@@ -186,17 +186,23 @@ class LocalCluster:
     def up(self) -> ClusterHandle:
         """Start everything and wait for every node to be Ready; on any failure, tear down.
         A port taken between choosing and binding (another process on the machine) is
-        retried once with new ports."""
-        try:
-            return self._up_once()
-        except ClusterError as exc:
-            if "address already in use" not in str(exc):
-                raise
-            _log(f"cluster {self.cfg.name}: a port was taken meanwhile ({exc}); retrying with new ports")
-            return self._up_once()
+        retried once with new ports. The time is charged to cluster starts (kube.spent)."""
+        with spent.charged(spent.CLUSTERS):
+            try:
+                return self._up_once()
+            except ClusterError as exc:
+                if "address already in use" not in str(exc):
+                    raise
+                _log(f"cluster {self.cfg.name}: a port was taken meanwhile ({exc}); retrying with new ports")
+                return self._up_once()
 
     def _up_once(self) -> ClusterHandle:
         bins = self.binaries
+        if self.cfg.runs_test_double and not bins.provisioner.exists():  # built only for a cluster that runs it
+            try:
+                ensure_binaries(self.cfg.k8s_version, only=("provisioner",))
+            except BuildError as exc:
+                raise ClusterError(str(exc)) from None
         csi_bins = self.csi_binaries if self.cfg.runs_csi else None
         started = time.monotonic()
         with registry_lock():
@@ -450,6 +456,7 @@ class LocalCluster:
                 "node-monitor-grace-period": f"{self.cfg.node_monitor_grace_seconds}s",
                 "node lease": f"{self.cfg.node_lease_seconds}s",
                 "node-monitor-period": f"{self.cfg.node_monitor_period_seconds}s",
+                "node-eviction-rate": f"{self.cfg.node_eviction_rate:g}",
                 "pvclaimbinder-sync-period": f"{self.cfg.pv_sync_seconds}s",
                 "provisioner reschedule": (self.cfg.provisioner_reschedule if self.cfg.runs_test_double
                                            else "external-provisioner's" if self.cfg.runs_csi else "none"),

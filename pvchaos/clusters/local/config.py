@@ -31,12 +31,13 @@ class Timings(TypedDict, total=False):
     node_monitor_grace_seconds: int
     node_monitor_period_seconds: int
     pv_sync_seconds: int
+    node_eviction_rate: float
 
 # Upstream's defaults for what our small clusters shorten: kubelet's nodeLeaseDurationSeconds,
 # the controller-manager's --node-monitor-grace-period (50 s since 1.32), --node-monitor-period
-# and --pvclaimbinder-sync-period.
+# --pvclaimbinder-sync-period and --node-eviction-rate.
 UPSTREAM_TIMINGS: Timings = {"node_lease_seconds": 40, "node_monitor_grace_seconds": 50,
-                             "node_monitor_period_seconds": 5, "pv_sync_seconds": 15}
+                             "node_monitor_period_seconds": 5, "pv_sync_seconds": 15, "node_eviction_rate": 0.1}
 BUSY_RENEWALS = 100  # Lease renewals a second past which a cluster takes upstream's timings
 KCM_CLIENT = (500, 1000)  # the controller-manager's client qps and burst unless a config sets them
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -69,6 +70,11 @@ class LocalClusterConfig:
     node_lease_seconds: int = 4  # KWOK renews every quarter of this
     node_monitor_period_seconds: int = 1  # how often the lifecycle controller looks at every node; upstream 5 s
     pv_sync_seconds: int = 5  # --pvclaimbinder-sync-period, upstream default 15 s
+    # --node-eviction-rate: nodes a second a healthy zone's tainter may NoExecute-taint
+    # (upstream 0.1: a 2-node zone waits 10 s for its second taint). The rule under test
+    # (a token bucket per zone, stopped in partial and full disruption) is the same at 1/s;
+    # the zone suite's bounds and windows are computed from the configured rate.
+    node_eviction_rate: float = 1.0
     extra_kcm_flags: tuple[str, ...] = ()
     extra_apiserver_flags: tuple[str, ...] = ()
     # Client QPS/burst of kube-controller-manager (--kube-api-qps/--kube-api-burst) and
@@ -104,6 +110,8 @@ class LocalClusterConfig:
             raise ValueError(f"provisioner_reschedule {self.provisioner_reschedule!r}: use one of {', '.join(RESCHEDULE_MODES)}")
         if not 0 <= self.nodes_to_score_percent <= 100:
             raise ValueError(f"nodes_to_score_percent {self.nodes_to_score_percent}: use 0 (the scheduler's default) to 100")
+        if self.node_eviction_rate <= 0:
+            raise ValueError(f"node_eviction_rate {self.node_eviction_rate}: use a rate above 0 nodes a second")
         if self.client_qps < 0 or self.client_burst < 0:
             raise ValueError(f"client_qps {self.client_qps}, client_burst {self.client_burst}: use 0 (default) or more")
         if self.topology.node_count > MAX_NODES:
@@ -202,6 +210,7 @@ def controller_manager_args(cfg: LocalClusterConfig, d: Path, port: int) -> list
         f"--node-monitor-period={cfg.node_monitor_period_seconds}s",
         f"--node-monitor-grace-period={cfg.node_monitor_grace_seconds}s",
         f"--pvclaimbinder-sync-period={cfg.pv_sync_seconds}s",
+        f"--node-eviction-rate={cfg.node_eviction_rate:g}",
         *_serving_cert_flags(d),
         *_profiling_flags(cfg),
         f"--kube-api-qps={cfg.client_qps or KCM_CLIENT[0]}",
