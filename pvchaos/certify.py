@@ -40,7 +40,7 @@ from pvchaos.certification import render_certification, results_from_allure
 from pvchaos.clusters import arguments
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.kind import KindBackend, default_gates
-from pvchaos.clusters.options import REPO_ROOT, Options
+from pvchaos.clusters.options import Options, default_report_dir
 from pvchaos.clusters.plugin_info import PluginChoice
 from pvchaos.clusters.request import ClusterDefaults, ClusterRequest
 from pvchaos.clusters.storage import VendorStorage
@@ -56,6 +56,7 @@ from pvchaos.clusters.vendor_install import (
 from pvchaos.clusters.vendor_package import DriverPackage, MissingImage, load_package
 from pvchaos.drivers.profile import DriverProfile, load_profile, parse_profile
 from pvchaos.runner import run_request
+from pvchaos.tools.shipped import builtin_suite
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 
 # The suites of each certification tier (docs/certify.md "Tiers"): core is what Kubernetes
@@ -66,7 +67,7 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 TIERS: dict[str, tuple[str, ...]] = {
     "core": ("binding_modes", "csi_topology", "spreading", "capacity", "pv_affinity_mutation", "reclaim", "fs_group"),
     "disruption": ("node_failure", "attach_detach", "zone_outage", "real_kubelet"),
-    "scale": (),
+    "scale": ("volume_stress",),
 }
 DEFAULT_TIERS = ("core", "disruption", "scale")
 DEFAULT_SUITES = tuple(s for t in DEFAULT_TIERS for s in TIERS[t])
@@ -91,7 +92,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated suites instead of the tiers' (e.g. binding_modes,reclaim)")
     p.add_argument("--wait-timeout", type=wait_seconds, default=WAIT_TIMEOUT,
                    help="seconds the driver has to register and its pods to be Ready (default %(default)s)")
-    p.add_argument("--report-dir", default=str(REPO_ROOT / "reports" / "certify"), type=arguments.writable_dir)
+    p.add_argument("--report-dir", default=str(default_report_dir() / "certify"), type=arguments.writable_dir)
     p.add_argument("--keep-cluster", action="store_true", help="leave the kind cluster running afterwards")
 
 
@@ -120,7 +121,7 @@ def tier_of(suite: str) -> str:
 def suite_list(text: str) -> str:
     """Comma-separated names of suites in suites/ (without `test_`)."""
     names = [s for s in str(text).split(",") if s]
-    unknown = [s for s in names if not re.fullmatch(r"[a-z0-9_]+", s) or not (REPO_ROOT / "suites" / f"test_{s}.py").exists()]
+    unknown = [s for s in names if not re.fullmatch(r"[a-z0-9_]+", s) or builtin_suite(s) is None]
     if not names or unknown:
         raise arguments.Bad(f"{text!r}: not suites of suites/ ({', '.join(repr(u) for u in unknown) or 'none given'})")
     return text
@@ -397,8 +398,9 @@ def run(args: argparse.Namespace) -> int:
     target_type = TARGETS[args.backend]
     target_type.check(args)
     package = _load(Path(args.driver_dir), need_images=target_type.loads_images)
-    if package.profile is not None:
-        load_profile(package.profile)  # a bad profile is refused before the cluster starts
+    if package.profile is not None:  # a bad profile is refused before the cluster starts
+        for warning in load_profile(package.profile).warnings:
+            print(f"[pvchaos certify] driver profile: {warning}", file=sys.stderr)
     report_dir.mkdir(parents=True, exist_ok=True)
     # a run that ends in exit 2 must not leave an earlier run's verdict or logs looking current
     shutil.rmtree(report_dir / "certify-logs", ignore_errors=True)

@@ -61,6 +61,7 @@ def _attachment(ws: Workspace, pv: str, done: str, timeout: float = 60) -> Obj:
 
 @allure.story("ControllerPublishVolume fails: the attach error carries the driver's message; attached after restore")
 @pytest.mark.needs("attach")
+@pytest.mark.quick
 def test_controller_publish_error_then_attached_after_restore(ws: Workspace) -> None:
     pv, handle = _immediate_volume(ws)
     pv_name = o.name(pv)

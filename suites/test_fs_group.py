@@ -21,6 +21,7 @@ FS_GROUP = 2345
 
 
 @allure.story("the volume root's group is the pod's fsGroup exactly when the driver's fsGroupPolicy says so")
+@pytest.mark.quick
 def test_fs_group_follows_the_drivers_policy(ws: Workspace) -> None:
     csidriver = kinds.get(ws.kube, "CSIDriver", ws.driver.name) or {}
     policy = (csidriver.get("spec") or {}).get("fsGroupPolicy")

@@ -69,6 +69,7 @@ def _all_gone(ws: Workspace, kind: str, names: Iterable[str], namespace: str | N
 
 @allure.story("N pods with one claim each on one node: all Running, then all gone with their volumes")
 @pytest.mark.relies_on("binder", "scheduler", "volume-binding", "provisioner")
+@pytest.mark.quick
 def test_pods_with_volumes_on_one_node(ws: Workspace, request: pytest.FixtureRequest) -> None:
     sc = ws.storage_class("stress", "WaitForFirstConsumer", reclaim="Delete")
     provisioner = str((ws.get("StorageClass", sc) or {}).get("provisioner"))

@@ -63,14 +63,15 @@ from pvchaos.clusters.storage import HarnessStorage, StorageStack, VendorStorage
 from pvchaos.clusters.topology import HOSTNAME_KEY, Topology
 from pvchaos.clusters.vendor_package import load_package
 from pvchaos.kube.client import connect
-from pvchaos.tools.build import REPO_ROOT, BuildError, ensure_binaries
+from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
 from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
 from pvchaos.tools.nodeimage.recipe import KIND_VERSION
+from pvchaos.tools.shipped import kind_config_dir
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION, SUPPORTED_MINORS, minor_of
 
-CONFIG_DIR = REPO_ROOT / "kind-config"
+CONFIG_DIR = kind_config_dir()
 DEFAULT_CONFIG_FILE = CONFIG_DIR / "multizone.yaml"
 API_VERSION = "kind.x-k8s.io/v1alpha4"
 IMAGE_PLACEHOLDER = "pvchaos/kind-node:<k8s version>-<recipe digest>"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pvchaos import certify_package as pkg
+from pvchaos.clusters import vendor_package as pkg
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PACKAGES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir() and any(p.glob("*.yaml")))
