@@ -154,7 +154,8 @@ def _patch(kind: str, body: dict[str, Any]) -> str:
 def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S_VERSION,
                 image: str = IMAGE_PLACEHOLDER, feature_gates: dict[str, bool] | None = None,
                 kcm_flags: dict[str, str] | None = None, kubelet: dict[str, Any] | None = None,
-                zones_dir: str | Path | None = kind_csi.ZONES_PLACEHOLDER) -> dict[str, Any]:
+                zones_dir: str | Path | None = kind_csi.ZONES_PLACEHOLDER,
+                zone_path: str = kind_csi.NODE_ZONE_DIR) -> dict[str, Any]:
     """A kind v1alpha4 Cluster: one control plane, then the topology's nodes as workers in
     order, each registered under its topology name and, with `zones_dir` (CSI), mounting
     its zone's shared volume directory `<zones_dir>/<zone>` (kind_csi.py)."""
@@ -184,7 +185,7 @@ def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S
     for spec in topology.nodes():
         worker: dict[str, Any] = {"role": "worker", "image": image, "labels": _node_labels(spec.labels)}
         if zones_dir is not None:
-            worker["extraMounts"] = kind_csi.zone_mounts(zones_dir, spec.zone)
+            worker["extraMounts"] = kind_csi.zone_mounts(zones_dir, spec.zone, zone_path)
         worker["kubeadmConfigPatches"] = [_patch("JoinConfiguration",
                                                  {"nodeRegistration": {"name": spec.name, **PREFLIGHT}})]
         nodes.append(worker)
@@ -533,6 +534,12 @@ class KindBackend:
         return isinstance(self.storage, HarnessStorage) and not self.storage.test_double
 
     @property
+    def shares_zones(self) -> bool:
+        """Each zone's workers share a host directory: pvchaos-csi's zonal volumes, or a
+        vendor package's stand-in for a zone's network storage (kind_csi.VENDOR_ZONE_DIR)."""
+        return self.runs_csi or self.vendor is not None
+
+    @property
     def vendor(self) -> VendorStorage | None:
         return self.storage if isinstance(self.storage, VendorStorage) else None
 
@@ -543,7 +550,8 @@ class KindBackend:
     def config(self) -> dict[str, Any]:
         assert self.directory is not None
         return kind_config(self.topology, self.k8s_version, self.image or IMAGE_PLACEHOLDER, self.feature_gates,
-                           self.kcm_flags, zones_dir=kind_csi.zones_dir(self.directory) if self.runs_csi else None)
+                           self.kcm_flags, zones_dir=kind_csi.zones_dir(self.directory) if self.shares_zones else None,
+                           zone_path=kind_csi.NODE_ZONE_DIR if self.runs_csi else kind_csi.VENDOR_ZONE_DIR)
 
     def _kind(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         assert self.engine is not None
@@ -612,7 +620,7 @@ class KindBackend:
         self.prepare()
         assert self.directory is not None and self.image is not None
         self.directory.mkdir(parents=True, exist_ok=True)
-        if self.runs_csi:  # before the containers mount them (docker would create them as root-only)
+        if self.shares_zones:  # before the containers mount them (docker would create them as root-only)
             for zone in self.topology.zones:
                 (kind_csi.zones_dir(self.directory) / zone).mkdir(parents=True, exist_ok=True)
         config_file = self.directory / "kind-config.yaml"

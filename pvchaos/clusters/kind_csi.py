@@ -80,9 +80,15 @@ def zones_dir(directory: Path) -> Path:
     return data_root(directory) / "zones"
 
 
-def zone_mounts(zones: str | Path, zone: str) -> list[dict[str, Any]]:
+# Where every worker of a cluster with a vendor's package sees its zone's shared directory:
+# a stand-in for a zone's network storage, which a test package of a zonal driver whose
+# real backend cannot run here may use (examples/vendor-driver does; docs/certify.md).
+VENDOR_ZONE_DIR = "/var/lib/pvchaos/zone-storage"
+
+
+def zone_mounts(zones: str | Path, zone: str, container_path: str = NODE_ZONE_DIR) -> list[dict[str, Any]]:
     """A worker's kind `extraMounts`: its zone's shared directory, and no other zone's."""
-    return [{"hostPath": f"{zones}/{zone}", "containerPath": NODE_ZONE_DIR}]
+    return [{"hostPath": f"{zones}/{zone}", "containerPath": container_path}]
 
 
 def node_plugin_args(spec: NodeSpec, options: csi.CsiOptions) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pvchaos.clusters import kind_csi
 from pvchaos.clusters.backend import Capability
 from pvchaos.clusters.kind import KindBackend, default_gates
 from pvchaos.clusters.request import CannotProvide, ClusterDefaults, ClusterRequest
@@ -32,7 +33,8 @@ def test_a_vendor_cluster_attaches_as_its_csidriver_says_and_has_no_harness_cont
     assert Capability.ATTACH in caps and Capability.REAL_KUBELET in caps and Capability.NODE_FAILURE in caps
     assert Capability.HARNESS_DRIVER not in caps and Capability.PROVISIONING_FAILURES not in caps
     assert not vendor.runs_csi and vendor.vendor is not None
-    assert "zones_dir" not in json.dumps(vendor.config())  # no pvchaos-csi zone mounts in its nodes
+    mounts = json.dumps(vendor.config())  # each zone's workers share a stand-in for zonal network storage
+    assert kind_csi.VENDOR_ZONE_DIR in mounts and kind_csi.NODE_ZONE_DIR not in mounts
     own = KindBackend.for_request(ClusterRequest(), defaults(False), cluster="t")
     assert Capability.HARNESS_DRIVER in own.capabilities() and own.runs_csi
 
