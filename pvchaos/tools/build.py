@@ -32,6 +32,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PROVISIONER_SRC = Path(__file__).resolve().parent / "provisioner"
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 K8S_NODE_COMMANDS = ("kubelet", "kubeadm")  # what a kind node image adds (tools/nodeimage)
+# Modules a Kubernetes go.mod requires that the Go module proxy does not serve -> our own
+# stand-in (tools/standins/<name>/README.md says what it does and why); used only for the
+# versions whose go.mod requires the module.
+STANDINS_DIR = Path(__file__).resolve().parent / "standins"
+STANDINS = {"sigs.k8s.io/iptables-wrappers": STANDINS_DIR / "iptables-wrappers"}  # 1.38's kubelet
 
 
 class BuildError(RuntimeError):
@@ -125,6 +130,9 @@ def _upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
             cwd=workdir, env=_go_env(), capture_output=True, text=True, check=False,
         )
         out.write(proc.stdout + proc.stderr)
+    newer_go = _gomod_needing_newer_go(proc.stdout)
+    if newer_go is not None:
+        return newer_go
     if proc.returncode != 0:
         detail = proc.stdout.strip() or proc.stderr.strip()
         try:
@@ -139,6 +147,20 @@ def _upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
     return Path(json.loads(proc.stdout)["GoMod"]).read_text()
 
 
+def _gomod_needing_newer_go(answer: str) -> str | None:
+    """The go.mod text when the only complaint of `go mod download -json` is that the
+    module needs a newer Go than this one (the proxy served it, the .mod is on disk):
+    reading it is what tells which toolchain to build with."""
+    try:
+        info = json.loads(answer)
+    except ValueError:
+        return None
+    mod = Path(info.get("GoMod") or "/nonexistent")
+    if "requires go >=" in info.get("Error", "") and mod.is_file():
+        return mod.read_text()
+    return None
+
+
 def served_releases(module: str = "k8s.io/kubernetes") -> list[str]:
     """The module's release versions the proxy serves, of the Kubernetes minors pvchaos
     supports when the module is Kubernetes (its full list starts at v0.x); [] when the
@@ -148,10 +170,13 @@ def served_releases(module: str = "k8s.io/kubernetes") -> list[str]:
                           text=True, timeout=60, cwd=tempfile.gettempdir(), check=False)
     if proc.returncode != 0:
         return []
-    found = [v for v in proc.stdout.split()[1:] if "-" not in v]
-    if module == "k8s.io/kubernetes":
-        found = [v for v in found if versions.minor_of(v, release_only=True) in versions.SUPPORTED_MINORS]
-    return found
+    found = proc.stdout.split()[1:]
+    if module != "k8s.io/kubernetes":
+        return [v for v in found if "-" not in v]
+    # a minor with no release yet counts through its pre-releases (v1.38.0-beta.0)
+    found = [v for v in found if versions.minor_of(v, release_only=True) in versions.SUPPORTED_MINORS]
+    released = {versions.minor_of(v) for v in found if not versions.is_prerelease(v)}
+    return [v for v in found if not versions.is_prerelease(v) or versions.minor_of(v) not in released]
 
 
 def _install(built: Path, target: Path) -> None:
@@ -168,13 +193,20 @@ def build_kubernetes(version: str, out_dir: Path, log: Path, commands: Iterable[
     wrapper = out_dir / "src"
     wrapper.mkdir(parents=True, exist_ok=True)
     try:
-        upstream = gomod.parse_upstream_mod(_upstream_gomod("k8s.io/kubernetes", version, wrapper, log))
+        upstream_text = _upstream_gomod("k8s.io/kubernetes", version, wrapper, log)
     except BuildError:
         shutil.rmtree(out_dir, ignore_errors=True)  # leave no empty version directory behind
         raise
-    (wrapper / "go.mod").write_text(gomod.kubernetes_wrapper_mod(version, upstream))
-    _log(f"k8s.io/kubernetes {version}: wrapper with {len(upstream.local_replaces)} staging replaces")
-    _run_go([go, "mod", "download", "k8s.io/kubernetes"], wrapper, log, f"download k8s.io/kubernetes@{version}")
+    upstream = gomod.parse_upstream_mod(upstream_text)
+    standins = {m: str(d) for m, d in STANDINS.items() if gomod.requires(upstream_text, m)}
+    if standins:
+        _log(f"k8s.io/kubernetes {version}: stand-ins for modules the proxy does not serve: {', '.join(standins)}")
+    (wrapper / "go.mod").write_text(gomod.kubernetes_wrapper_mod(version, upstream, standins))
+    toolchain = versions.go_toolchain_for(upstream.go_version)
+    env = {"GOTOOLCHAIN": toolchain} if toolchain else None  # only the versions whose go.mod needs it
+    _log(f"k8s.io/kubernetes {version}: wrapper with {len(upstream.local_replaces)} staging replaces"
+         + (f", go {upstream.go_version} so GOTOOLCHAIN={toolchain}" if toolchain else ""))
+    _run_go([go, "mod", "download", "k8s.io/kubernetes"], wrapper, log, f"download k8s.io/kubernetes@{version}", env)
     ldflags = gomod.version_ldflags(version)
     for name in commands:
         target = out_dir / name
@@ -185,7 +217,7 @@ def build_kubernetes(version: str, out_dir: Path, log: Path, commands: Iterable[
         tmp_out = wrapper / f"{name}.out"
         _run_go(
             [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp_out), f"k8s.io/kubernetes/cmd/{name}"],
-            wrapper, log, f"build {name} {version}",
+            wrapper, log, f"build {name} {version}", env,
         )
         _install(tmp_out, target)
         tmp_out.unlink()
@@ -273,6 +305,12 @@ def build_provisioner(out_dir: Path, log: Path) -> None:
     _install(tmp_out, target)
     tmp_out.unlink()
     _log(f"built pvchaos-provisioner in {time.monotonic() - start:.0f}s")
+
+
+def cached_binary(k8s_version: str, name: str) -> Path | None:
+    """A Kubernetes command of `k8s_version` if it is built already (never builds)."""
+    path = cache_root() / "bin" / f"kubernetes-{k8s_version}" / name
+    return path if path.is_file() else None
 
 
 def ensure_binaries(
