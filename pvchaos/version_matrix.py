@@ -63,7 +63,8 @@ def parse_versions(text: str) -> list[str]:
         raise ValueError(f"--k8s-version {text!r}: an empty item; give versions like v1.35.4,v1.36.3")
     bad = [v for v in items if versions.minor_of(v, release_only=True) is None]
     if bad:
-        raise ValueError(f"--k8s-version {text!r}: {', '.join(bad)} is not a release version (want v1.MINOR.PATCH or a pre-release such as v1.38.0-beta.0)")
+        raise ValueError(f"--k8s-version {text!r}: {', '.join(bad)} is not a release version "
+                         "(want v1.MINOR.PATCH or a pre-release such as v1.38.0-beta.0)")
     if len(set(items)) != len(items):
         raise ValueError(f"--k8s-version {text!r}: a version is given twice")
     return sorted(items, key=versions.order_key)

@@ -130,7 +130,7 @@ def newest_patches(served: Iterable[str], minors: Iterable[int] = SUPPORTED_MINO
     best: dict[int, str] = {}
     for v in served:
         minor = minor_of(v, release_only=True)
-        if minor not in minors or minor is None:
+        if minor is None or minor not in minors:
             continue
         if minor not in best or _rank(v) > _rank(best[minor]):
             best[minor] = v
