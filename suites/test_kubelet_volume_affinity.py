@@ -94,7 +94,9 @@ def _outcome(ws: Workspace, pv: str, uid: str, barred: Obj, allowed: Obj, tighte
     allure.dynamic.parameter("kubelet refuses (expected)", str(expected.refuses), excluded=True)
     if not expected.refuses:
         pod = wait_for(ws.kube, "Pod", POD, lambda p: o.uid(p) == uid and started(p),
-                       f"the kubelet of {o.name(barred)} starts it {when}", ws.namespace, 180)
+                       f"the kubelet of {o.name(barred)} starts it {when}", ws.namespace, 180,
+                       fail_if=lambda p: f"the kubelet refused it ({kubelet_admission.REASON}), which the table says "
+                       f"Kubernetes {ws.cluster.k8s_version} does not do" if p and _refused(uid)(p) else None)
         x.expect(o.node_name(pod) == o.name(barred), f"{POD} runs on {o.name(barred)}, where it was bound", pod, ws=ws)
         measure.since("pod started on the barred node", tightened)
         line = kubelet_admission.finding(ws.cluster.k8s_version, POD, o.name(barred), pv, when)
@@ -102,7 +104,9 @@ def _outcome(ws: Workspace, pv: str, uid: str, barred: Obj, allowed: Obj, tighte
         allure.attach(f"{line}\nevidence: {expected.evidence}\n", "finding", allure.attachment_type.TEXT)
         return
     failed = wait_for(ws.kube, "Pod", POD, _refused(uid), f"failed with reason {kubelet_admission.REASON}",
-                      ws.namespace, 180)
+                      ws.namespace, 180,
+                      fail_if=lambda p: f"the kubelet of {o.name(barred)} started it {when}: no refusal" if p and
+                      o.uid(p) == uid and started(p) else None)
     x.expect(o.node_name(failed) == o.name(barred), f"the refusal is on {o.name(barred)}", failed, ws=ws)
     again = x.pod_runs(ws, POD, timeout=180)
     x.expect(o.uid(again) != uid and o.node_name(again) == o.name(allowed),

@@ -61,7 +61,7 @@ def built_gate_environment(k8s_version: str, gates: list[str]) -> dict[str, str]
     def text(gate: str) -> str:
         found = states.get(gate)
         return f"{found[0]}, {'on' if found[1] else 'off'} by default" if found else "not alpha or beta (GA, or absent)"
-    return {f"gate {g} (kube-apiserver {k8s_version} --help)": text(g) for g in gates}
+    return {f"kube-apiserver {k8s_version} --help: {g}": text(g) for g in gates}
 
 
 def binary_gates(k8s_version: str) -> frozenset[str]:
