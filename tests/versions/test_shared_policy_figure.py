@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_shared_policy_settle_times_are_in_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "shared"
-    proc = subprocess.run([str(REPO / "bin" / "pvchaos"), "run", "--suites", "shared_policy", "--long",
-                           "--workers", "1", "--report-dir", str(out)], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run([str(REPO / "bin" / "pvchaos"), "run", "--suites", "shared_policy",
+                           "--workers", "1", "--report-dir", str(out), "--", "--long"], cwd=REPO, capture_output=True, text=True,
                           env=dict(os.environ), timeout=30 * 60, check=False)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
     run = load_run(out, "local")
