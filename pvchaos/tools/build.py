@@ -121,13 +121,15 @@ def _run_go(args: list[str], cwd: Path, log: Path, what: str, extra_env: dict[st
         raise BuildError(f"{what}: go exited {proc.returncode}: {' | '.join(tail)} (log: {log})")
 
 
-def _upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
-    """The go.mod text the proxy serves for module@version."""
+def _upstream_gomod(module: str, version: str, log: Path) -> str:
+    """The go.mod text the proxy serves for module@version. Asked outside any module: the
+    wrapper of the version may already name a newer Go than this one (a second build of the
+    same version), which the go command would refuse before downloading anything."""
     go = _require_go()
     with log.open("a") as out:
         proc = subprocess.run(
             [go, "mod", "download", "-json", f"{module}@{version}"],
-            cwd=workdir, env=_go_env(), capture_output=True, text=True, check=False,
+            cwd=tempfile.gettempdir(), env=_go_env(), capture_output=True, text=True, check=False,
         )
         out.write(proc.stdout + proc.stderr)
     newer_go = _gomod_needing_newer_go(proc.stdout)
@@ -191,11 +193,13 @@ def build_kubernetes(version: str, out_dir: Path, log: Path, commands: Iterable[
     """`commands` of k8s.io/kubernetes at `version` (default: the control plane and kubectl)."""
     go = _require_go()
     wrapper = out_dir / "src"
+    fresh = not out_dir.exists()
     wrapper.mkdir(parents=True, exist_ok=True)
     try:
-        upstream_text = _upstream_gomod("k8s.io/kubernetes", version, wrapper, log)
+        upstream_text = _upstream_gomod("k8s.io/kubernetes", version, log)
     except BuildError:
-        shutil.rmtree(out_dir, ignore_errors=True)  # leave no empty version directory behind
+        if fresh:  # leave no empty version directory behind, and never one with binaries in it
+            shutil.rmtree(out_dir, ignore_errors=True)
         raise
     upstream = gomod.parse_upstream_mod(upstream_text)
     standins = {m: str(d) for m, d in STANDINS.items() if gomod.requires(upstream_text, m)}
@@ -232,7 +236,7 @@ def build_etcd(version: str, out_dir: Path, log: Path) -> None:
         return
     wrapper = out_dir / "src"
     wrapper.mkdir(parents=True, exist_ok=True)
-    upstream = gomod.parse_upstream_mod(_upstream_gomod("go.etcd.io/etcd/server/v3", version, wrapper, log))
+    upstream = gomod.parse_upstream_mod(_upstream_gomod("go.etcd.io/etcd/server/v3", version, log))
     (wrapper / "go.mod").write_text(
         f"module pvchaos.local/etcdbuild\n\ngo {upstream.go_version}\n\n"
         f"require go.etcd.io/etcd/server/v3 {version}\n"
