@@ -34,7 +34,7 @@ from pvchaos.kube import builders as b
 from pvchaos.kube import objects as o
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.objects import HOSTNAME_KEY
-from pvchaos.kube.wait import wait_for
+from pvchaos.kube.wait import State, holds_for, pod_running, wait_for, wait_for_event
 
 pytestmark = [allure.epic("Real kubelets"), allure.feature("KEP-5381's kubelet half: a volume's tightened affinity"),
               pytest.mark.disruptive, pytest.mark.needs("real-kubelet", "static-pv", "mutable-pv-affinity")]
@@ -89,29 +89,58 @@ def _refused(uid: str) -> Callable[[Obj], bool]:
 def _outcome(ws: Workspace, pv: str, uid: str, barred: Obj, allowed: Obj, tightened: float, when: str,
              started: Callable[[Obj], bool]) -> None:
     """Assert what this version's kubelet does (the table's row), and record it."""
-    minor = ws.cluster.minor
-    expected = kubelet_admission.admission(minor)
-    allure.dynamic.parameter("kubelet refuses (expected)", str(expected.refuses), excluded=True)
-    if not expected.refuses:
-        pod = wait_for(ws.kube, "Pod", POD, lambda p: o.uid(p) == uid and started(p),
-                       f"the kubelet of {o.name(barred)} starts it {when}", ws.namespace, 180,
-                       fail_if=lambda p: f"the kubelet refused it ({kubelet_admission.REASON}), which the table says "
-                       f"Kubernetes {ws.cluster.k8s_version} does not do" if p and _refused(uid)(p) else None)
-        x.expect(o.node_name(pod) == o.name(barred), f"{POD} runs on {o.name(barred)}, where it was bound", pod, ws=ws)
-        measure.since("pod started on the barred node", tightened)
-        line = kubelet_admission.finding(ws.cluster.k8s_version, POD, o.name(barred), pv, when)
-        measure.note("finding", line)
-        allure.attach(f"{line}\nevidence: {expected.evidence}\n", "finding", allure.attachment_type.TEXT)
+    expected = kubelet_admission.admission(ws.cluster.minor)
+    allure.dynamic.parameter("kubelet outcome (expected)", expected.outcome, excluded=True)
+    refused, node = _refused(uid), o.name(barred)
+    if expected.outcome == kubelet_admission.REFUSES:
+        failed = wait_for(ws.kube, "Pod", POD, refused, f"failed with reason {kubelet_admission.REASON}",
+                          ws.namespace, 180,
+                          fail_if=lambda p: f"the kubelet of {node} started it {when}: no refusal" if p and
+                          o.uid(p) == uid and started(p) else None)
+        x.expect(o.node_name(failed) == node, f"the refusal is on {node}", failed, ws=ws)
+        _recreated_on(ws, uid, allowed, "refused pod recreated on an allowed node recovery", tightened)
         return
-    failed = wait_for(ws.kube, "Pod", POD, _refused(uid), f"failed with reason {kubelet_admission.REASON}",
-                      ws.namespace, 180,
-                      fail_if=lambda p: f"the kubelet of {o.name(barred)} started it {when}: no refusal" if p and
-                      o.uid(p) == uid and started(p) else None)
-    x.expect(o.node_name(failed) == o.name(barred), f"the refusal is on {o.name(barred)}", failed, ws=ws)
-    again = x.pod_runs(ws, POD, timeout=180)
-    x.expect(o.uid(again) != uid and o.node_name(again) == o.name(allowed),
+    if expected.outcome == kubelet_admission.STARTS:
+        pod = wait_for(ws.kube, "Pod", POD, lambda p: o.uid(p) == uid and started(p),
+                       f"the kubelet of {node} starts it {when}", ws.namespace, 180,
+                       fail_if=lambda p: f"the kubelet refused it ({kubelet_admission.REASON}), which the table says "
+                       f"Kubernetes {ws.cluster.k8s_version} does not do" if p and refused(p) else None)
+        x.expect(o.node_name(pod) == node, f"{POD} runs on {node}, where it was bound", pod, ws=ws)
+        measure.since("pod started on the barred node", tightened)
+    else:  # MOUNT_BLOCKED: neither refused nor started, and nothing recreates it
+        pod = ws.get("Pod", POD) or {}
+        ev = wait_for_event(ws.kube, pod, kubelet_admission.MOUNT_CHECK, reason="FailedMount", timeout=180)
+        measure.since("mount refused on the barred node", tightened)
+        measure.note("kubelet event", str(ev.get("message")))
+        with allure.step(f"for 20 s {POD} stays on {node}, not started, not failed, not replaced"):
+            holds_for(ws.kube, "Pod", lambda st: _moved_or_started(st, uid, started, refused), 20, f"{POD} wedged",
+                      ws.namespace)
+    line = kubelet_admission.finding(ws.cluster.k8s_version, expected.outcome, POD, node, pv, when)
+    measure.note("finding", line)
+    allure.attach(f"{line}\nevidence: {expected.evidence}\n", "finding", allure.attachment_type.TEXT)
+    if expected.outcome == kubelet_admission.MOUNT_BLOCKED:
+        with allure.step(f"the way out by hand: delete {POD}; the StatefulSet recreates it where the PV allows"):
+            deleted = time.monotonic()
+            ws.delete("Pod", POD, wait=False)
+            _recreated_on(ws, uid, allowed, "wedged pod deleted by hand, recreated on an allowed node recovery",
+                          deleted)
+
+
+def _moved_or_started(state: State, uid: str, started: Callable[[Obj], bool], refused: Callable[[Obj], bool]) -> str | None:
+    pod = next((p for p in state.values() if o.name(p) == POD), None)
+    if pod is None or o.uid(pod) != uid:
+        return f"{POD} was replaced or deleted"
+    if started(pod) or refused(pod):
+        return f"{POD} {'started' if started(pod) else 'was refused'}, which the table says this version does not do"
+    return None
+
+
+def _recreated_on(ws: Workspace, uid: str, allowed: Obj, measurement: str, since: float) -> None:
+    again = wait_for(ws.kube, "Pod", POD, lambda p: o.uid(p) != uid and pod_running(p),
+                     f"recreated and Running on {o.name(allowed)}", ws.namespace, 180)
+    x.expect(o.node_name(again) == o.name(allowed),
              f"the StatefulSet recreated {POD} on {o.name(allowed)}, which the PV allows", again, ws=ws)
-    measure.since("refused pod recreated on an allowed node recovery", tightened)
+    measure.since(measurement, since)
 
 
 @allure.story("tightened while the pod is scheduled but its kubelet has not started it")

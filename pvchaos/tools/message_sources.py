@@ -86,14 +86,20 @@ def check_version(version: str, modcache: Path) -> list[Check]:
             for key in sorted(wanted)]
 
 
-def kubelet_refuses_in_source(version: str, modcache: Path) -> bool:
-    """Whether the version's pkg/kubelet names the VolumeNodeAffinity refusal in any
-    non-test file (conformance/kubelet_admission.py's table, checked against the source)."""
-    root = modcache / "k8s.io" / f"kubernetes@{version}" / "pkg" / "kubelet"
+def kubelet_outcome_in_source(version: str, modcache: Path) -> str:
+    """What the version's kubelet does with a pod whose PV no longer allows its node, read
+    from its source: refuses where pkg/kubelet names the VolumeNodeAffinity reason, else
+    mount-blocked where pkg/volume fails MountVolume on the PV's affinity, else starts
+    (conformance/kubelet_admission.py's table, checked against the source)."""
+    root = modcache / "k8s.io" / f"kubernetes@{version}" / "pkg"
     if not root.is_dir():
         raise FileNotFoundError(f"no source of k8s.io/kubernetes@{version} in {modcache}; "
                                 f"run: bin/pvchaos build --k8s-version {version}")
-    return bool(found_fragments({kubelet_admission.REASON}, [root]))
+    if found_fragments({kubelet_admission.REASON}, [root / "kubelet"]):
+        return kubelet_admission.REFUSES
+    if found_fragments({kubelet_admission.MOUNT_CHECK}, [root / "volume"]):
+        return kubelet_admission.MOUNT_BLOCKED
+    return kubelet_admission.STARTS
 
 
 def default_modcache() -> Path:

@@ -28,7 +28,8 @@ ENV = "PVCHAOS_CHAOS_BREAK"
 CONTROLLERS = {"node-lifecycle": "node-lifecycle-controller", "taint-eviction": "taint-eviction-controller"}
 BLOG_TABLE = {35: {"pv phase": "Available", "claimRef": "cleared", "claim phase": "Pending", "running pod": "kept"}}
 TABLES = ("wrong-mutation-table", "wrong-kubelet-table")
-REFUSING_KUBELET = {35: kubelet_admission.Admission(True, "wrong-kubelet-table: every kubelet refuses (a breakage)")}
+REFUSING_KUBELET = {35: kubelet_admission.Admission(kubelet_admission.REFUSES,
+                                                    "wrong-kubelet-table: every kubelet refuses (a breakage)")}
 
 
 def _what() -> str:
