@@ -5,10 +5,15 @@ the kubelet to refuse such a pod (it fails with reason VolumeNodeAffinity and it
 controller recreates it on an allowed node); that half is an open upstream pull request.
 
 What each version does is data (conformance/kubelet_admission.py, checked against each
-version's pkg/kubelet): where the kubelet does not refuse, the test asserts that the pod
-runs on the node the PV no longer allows and records that as a finding naming the
-version; where it refuses, it asserts the refusal and times the recreation on the
-allowed node.
+version's source), one of three outcomes:
+- refuses: the test asserts the VolumeNodeAffinity failure and times the recreation on
+  the allowed node;
+- mount-blocked (1.35.4 to 1.38.0-beta.0): the volume manager's mount-time check fails
+  ("MountVolume.NodeAffinity check failed"), the pod stays ContainerCreating, is not
+  failed and not replaced: the test asserts that for 20 s, records a finding naming the
+  version, then times the way out by hand (delete the pod; the StatefulSet recreates it
+  where the PV allows);
+- starts: the test asserts the pod runs on the node the PV no longer allows, a finding.
 
 KWOK nodes start nothing, so this suite skips on the local backend.
 """
