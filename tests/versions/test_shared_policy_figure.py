@@ -26,6 +26,6 @@ def test_shared_policy_settle_times_are_in_the_summary(tmp_path: Path) -> None:
     statuses = {t: r["status"] for t, r in run.results.items()}
     assert len(statuses) == 2 and set(statuses.values()) == {"passed"}, statuses
     summary = (out / "summary.md").read_text()
-    row = next(line for line in summary.splitlines() if "shared_policy" in line.split("|")[1])
+    row = next(line for line in summary.splitlines() if line.startswith("| test_shared_policy |"))
     recovery = row.split("|")[7].strip()
     assert recovery not in ("", "-"), f"no settle time in the summary's recovery column: {row}"
