@@ -234,7 +234,7 @@ def _tables(out: Path, the_plan: Plan) -> tuple[list[str], int, list[dict]]:
         for backend in the_plan.backends:
             runs = [compare_runs.load_run(parts / _slug(g), g.kubernetes)
                     for g in sorted((g for g in the_plan.groups if g.backend == backend),
-                                    key=lambda g: versions.release(g.kubernetes))]
+                                    key=lambda g: versions.order_key(g.kubernetes))]
             steps = version_matrix.steps(runs)
             table = version_matrix.render_markdown(runs, steps)
             sections.append(table.replace("# Suites by Kubernetes version", f"# Suites by Kubernetes version ({backend})")

@@ -24,6 +24,7 @@ from pvchaos.certification import (
     write_allure_summary,
 )
 from pvchaos.clusters import providers
+from pvchaos.clusters.common.gates import MUTABLE_PV_GATE, built_gate_environment, built_gate_states
 from pvchaos.clusters.local.registry import list_clusters, sweep_orphans
 from pvchaos.clusters.options import REPO_ROOT as REPO_ROOT  # re-exported (bench, tests)
 from pvchaos.clusters.options import Options, check_feature_gates, check_options
@@ -289,7 +290,7 @@ def report_versions(req: Options, wanted: list[str]) -> int:
     explanations change (`python -c` on existing run directories)."""
     loaded = [compare_runs.load_run(req.report_dir / v, v) for v in wanted]
     steps = version_matrix.steps(loaded)
-    table = version_matrix.render_markdown(loaded, steps)
+    table = version_matrix.render_markdown(loaded, steps, {v: built_gate_states(v) for v in wanted})
     merged = report.layout(req.report_dir).results
     if merged.exists():
         shutil.rmtree(merged)
@@ -456,4 +457,6 @@ def environment(req: Options) -> dict[str, str]:
         env["driver capabilities"] = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(profile.capabilities.items()))
         if profile.warnings:
             env["driver profile warnings"] = " | ".join(profile.warnings)
+    if local:  # the gate the suites are about, as this run's own kube-apiserver describes it
+        env.update(built_gate_environment(str(env["kubernetes"]), [MUTABLE_PV_GATE]))
     return {**env, **feature_gates.environment()}  # each gate the suites depend on, per version

@@ -13,7 +13,7 @@ listed as such, so a new one stands out.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,10 +63,11 @@ def parse_versions(text: str) -> list[str]:
         raise ValueError(f"--k8s-version {text!r}: an empty item; give versions like v1.35.4,v1.36.3")
     bad = [v for v in items if versions.minor_of(v, release_only=True) is None]
     if bad:
-        raise ValueError(f"--k8s-version {text!r}: {', '.join(bad)} is not a release version (want v1.MINOR.PATCH)")
+        raise ValueError(f"--k8s-version {text!r}: {', '.join(bad)} is not a release version "
+                         "(want v1.MINOR.PATCH or a pre-release such as v1.38.0-beta.0)")
     if len(set(items)) != len(items):
         raise ValueError(f"--k8s-version {text!r}: a version is given twice")
-    return sorted(items, key=versions.release)
+    return sorted(items, key=versions.order_key)
 
 
 def unserved(wanted: Sequence[str], served: Sequence[str]) -> list[str]:
@@ -99,8 +100,11 @@ def _evidence(change: Change) -> str:
     return _cell(change.summary() + (f"; failure: {failure}" if failure else ""))
 
 
-def render_markdown(runs: Sequence[Run], all_steps: Sequence[VersionStep]) -> str:
-    """The matrix as Markdown: the test x version table, then each adjacent pair's changes."""
+def render_markdown(runs: Sequence[Run], all_steps: Sequence[VersionStep],
+                    binary_gates: Mapping[str, Mapping[str, tuple[str, bool]] | None] | None = None) -> str:
+    """The matrix as Markdown: the test x version table, then each adjacent pair's changes,
+    then the gates per version: from the source table, and (`binary_gates`: version -> the
+    alpha/beta gates its kube-apiserver --help describes) from the binaries that ran."""
     labels = [r.label for r in runs]
     table = verdict_table(runs)
     lines = ["# Suites by Kubernetes version", "",
@@ -132,7 +136,22 @@ def render_markdown(runs: Sequence[Run], all_steps: Sequence[VersionStep]) -> st
     lines += ["", "## Feature gates the suites depend on", "",
               f"| gate | {' | '.join(labels)} |", f"|---|{'---|' * len(labels)}"]
     lines += [f"| {g} | {' | '.join(_gate_cell(v, g) for v in labels)} |" for g in gates]
+    if binary_gates is not None:
+        lines += ["", "Read from each version's own `kube-apiserver --help` (the binaries that ran; GA gates "
+                  "are not listed there):", "", f"| gate | {' | '.join(labels)} |", f"|---|{'---|' * len(labels)}"]
+        lines += [f"| {g} | {' | '.join(_binary_cell(binary_gates.get(v), g) for v in labels)} |"
+                  for g in gates if g == MUTABLE_PV_GATE]
     return "\n".join(lines) + "\n"
+
+
+MUTABLE_PV_GATE = "MutablePVNodeAffinity"
+
+
+def _binary_cell(states: Mapping[str, tuple[str, bool]] | None, gate: str) -> str:
+    if states is None:
+        return "not built"
+    found = states.get(gate)
+    return f"{found[0]}, {'on' if found[1] else 'off'}" if found else "not listed (GA or absent)"
 
 
 def _gate_cell(version: str, gate: str) -> str:

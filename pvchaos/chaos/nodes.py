@@ -15,7 +15,7 @@ import allure
 
 from pvchaos.chaos.fault import Fault, Target, apply, combine, register
 from pvchaos.chaos.old_forms import old_form, returns_node, returns_touched
-from pvchaos.clusters.backend import Capability, ClusterHandle, ContainerFaults, NodeFaults
+from pvchaos.clusters.backend import Capability, ClusterHandle, ContainerFaults, NodeFaults, NodeStorageFaults
 from pvchaos.clusters.topology import ZONE_KEY
 from pvchaos.conformance.types import NodeName, ZoneName
 from pvchaos.kube import kinds
@@ -53,6 +53,18 @@ def crash_node(ws: Target, node: str) -> Fault:
     faults = _container_faults(ws.cluster, "crash node")
     return apply(ws.cleanup, f"crash node {node}", (NodeName(node),), partial(faults.crash_node, node),
                  partial(faults.start_node, node), f"boot again node {node}")
+
+
+@allure.step("stop the kubelet of node {node} (the node and its containers keep running)")
+def stop_kubelet(ws: Target, node: str) -> Fault:
+    """Only the kubelet stops: pods bound to the node are not started until `restore()`
+    starts it again, which then admits each of them as a kubelet does at start-up."""
+    faults = ws.cluster.faults
+    if not isinstance(faults, NodeStorageFaults):
+        raise RuntimeError(f"backend {ws.cluster.backend}: no kubelet to stop (real-kubelet: kind)")
+    return apply(ws.cleanup, f"stop kubelet {node}", (NodeName(node),),
+                 partial(faults.node_exec, node, "systemctl stop kubelet"),
+                 partial(faults.node_exec, node, "systemctl start kubelet"), f"start the kubelet of {node}")
 
 
 @old_form(("cleanup", "cluster"), returns_node)

@@ -93,13 +93,15 @@ def workers(text: str) -> str:
 
 
 def k8s_version(text: str) -> str:
-    """A release we build, v1.MINOR.PATCH with a supported minor (`""`: the default)."""
+    """A release we build, v1.MINOR.PATCH or a pre-release (v1.38.0-beta.0) with a supported
+    minor (`""`: the default)."""
     if text == "":
         return text
     _printable(text)
     minor = minor_of(text, release_only=True)
     if minor is None:
-        raise Bad(f"{text!r} is not a Kubernetes release version (want v1.MINOR.PATCH, e.g. v1.35.4)")
+        raise Bad(f"{text!r} is not a Kubernetes release version (want v1.MINOR.PATCH, e.g. v1.35.4, "
+                  "or a pre-release such as v1.38.0-beta.0)")
     if minor not in SUPPORTED_MINORS:
         raise Bad(f"{text}: minor {minor} is not supported (supported: "
                   f"{', '.join(f'1.{m}' for m in SUPPORTED_MINORS)})")

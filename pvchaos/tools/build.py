@@ -37,6 +37,11 @@ K8S_NODE_COMMANDS = ("kubelet", "kubeadm", "kube-proxy")  # what a kind node ima
 # What a local cluster runs unless it asks for the test double (`"provisioner"`: 95 s of a
 # cold build that the default path never starts).
 DEFAULT_PARTS = ("kubernetes", "etcd", "kwok")
+# Modules a Kubernetes go.mod requires that the Go module proxy does not serve -> our own
+# stand-in (tools/standins/<name>/README.md says what it does and why); used only for the
+# versions whose go.mod requires the module.
+STANDINS_DIR = Path(__file__).resolve().parent / "standins"
+STANDINS = {"sigs.k8s.io/iptables-wrappers": STANDINS_DIR / "iptables-wrappers"}  # 1.38's kubelet
 
 
 class BuildError(RuntimeError):
@@ -121,15 +126,20 @@ def _run_go(args: list[str], cwd: Path, log: Path, what: str, extra_env: dict[st
         raise BuildError(f"{what}: go exited {proc.returncode}: {' | '.join(tail)} (log: {log})")
 
 
-def _upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
-    """The go.mod text the proxy serves for module@version."""
+def _upstream_gomod(module: str, version: str, log: Path) -> str:
+    """The go.mod text the proxy serves for module@version. Asked outside any module: the
+    wrapper of the version may already name a newer Go than this one (a second build of the
+    same version), which the go command would refuse before downloading anything."""
     go = _require_go()
     with log.open("a") as out:
         proc = subprocess.run(
             [go, "mod", "download", "-json", f"{module}@{version}"],
-            cwd=workdir, env=_go_env(), capture_output=True, text=True, check=False,
+            cwd=tempfile.gettempdir(), env=_go_env(), capture_output=True, text=True, check=False,
         )
         out.write(proc.stdout + proc.stderr)
+    newer_go = _gomod_needing_newer_go(proc.stdout)
+    if newer_go is not None:
+        return newer_go
     if proc.returncode != 0:
         detail = proc.stdout.strip() or proc.stderr.strip()
         try:
@@ -144,6 +154,20 @@ def _upstream_gomod(module: str, version: str, workdir: Path, log: Path) -> str:
     return Path(json.loads(proc.stdout)["GoMod"]).read_text()
 
 
+def _gomod_needing_newer_go(answer: str) -> str | None:
+    """The go.mod text when the only complaint of `go mod download -json` is that the
+    module needs a newer Go than this one (the proxy served it, the .mod is on disk):
+    reading it is what tells which toolchain to build with."""
+    try:
+        info = json.loads(answer)
+    except ValueError:
+        return None
+    mod = Path(info.get("GoMod") or "/nonexistent")
+    if "requires go >=" in info.get("Error", "") and mod.is_file():
+        return mod.read_text()
+    return None
+
+
 def served_releases(module: str = "k8s.io/kubernetes") -> list[str]:
     """The module's release versions the proxy serves, of the Kubernetes minors pvchaos
     supports when the module is Kubernetes (its full list starts at v0.x); [] when the
@@ -153,10 +177,13 @@ def served_releases(module: str = "k8s.io/kubernetes") -> list[str]:
                           text=True, timeout=60, cwd=tempfile.gettempdir(), check=False)
     if proc.returncode != 0:
         return []
-    found = [v for v in proc.stdout.split()[1:] if "-" not in v]
-    if module == "k8s.io/kubernetes":
-        found = [v for v in found if versions.minor_of(v, release_only=True) in versions.SUPPORTED_MINORS]
-    return found
+    found = proc.stdout.split()[1:]
+    if module != "k8s.io/kubernetes":
+        return [v for v in found if "-" not in v]
+    # a minor with no release yet counts through its pre-releases (v1.38.0-beta.0)
+    found = [v for v in found if versions.minor_of(v, release_only=True) in versions.SUPPORTED_MINORS]
+    released = {versions.minor_of(v) for v in found if not versions.is_prerelease(v)}
+    return [v for v in found if not versions.is_prerelease(v) or versions.minor_of(v) not in released]
 
 
 def _install(built: Path, target: Path) -> None:
@@ -171,15 +198,24 @@ def build_kubernetes(version: str, out_dir: Path, log: Path, commands: Iterable[
     """`commands` of k8s.io/kubernetes at `version` (default: the control plane and kubectl)."""
     go = _require_go()
     wrapper = out_dir / "src"
+    fresh = not out_dir.exists()
     wrapper.mkdir(parents=True, exist_ok=True)
     try:
-        upstream = gomod.parse_upstream_mod(_upstream_gomod("k8s.io/kubernetes", version, wrapper, log))
+        upstream_text = _upstream_gomod("k8s.io/kubernetes", version, log)
     except BuildError:
-        shutil.rmtree(out_dir, ignore_errors=True)  # leave no empty version directory behind
+        if fresh:  # leave no empty version directory behind, and never one with binaries in it
+            shutil.rmtree(out_dir, ignore_errors=True)
         raise
-    (wrapper / "go.mod").write_text(gomod.kubernetes_wrapper_mod(version, upstream))
-    _log(f"k8s.io/kubernetes {version}: wrapper with {len(upstream.local_replaces)} staging replaces")
-    _run_go([go, "mod", "download", "k8s.io/kubernetes"], wrapper, log, f"download k8s.io/kubernetes@{version}")
+    upstream = gomod.parse_upstream_mod(upstream_text)
+    standins = {m: str(d) for m, d in STANDINS.items() if gomod.requires(upstream_text, m)}
+    if standins:
+        _log(f"k8s.io/kubernetes {version}: stand-ins for modules the proxy does not serve: {', '.join(standins)}")
+    (wrapper / "go.mod").write_text(gomod.kubernetes_wrapper_mod(version, upstream, standins))
+    toolchain = versions.go_toolchain_for(upstream.go_version)
+    env = {"GOTOOLCHAIN": toolchain} if toolchain else None  # only the versions whose go.mod needs it
+    _log(f"k8s.io/kubernetes {version}: wrapper with {len(upstream.local_replaces)} staging replaces"
+         + (f", go {upstream.go_version} so GOTOOLCHAIN={toolchain}" if toolchain else ""))
+    _run_go([go, "mod", "download", "k8s.io/kubernetes"], wrapper, log, f"download k8s.io/kubernetes@{version}", env)
     ldflags = gomod.version_ldflags(version)
     missing = [name for name in commands if not (out_dir / name).exists()]
     if not missing:
@@ -194,7 +230,7 @@ def build_kubernetes(version: str, out_dir: Path, log: Path, commands: Iterable[
     tmp_dir.mkdir()
     _run_go([go, "build", "-trimpath", "-ldflags", ldflags, "-o", f"{tmp_dir}/",
              *(f"k8s.io/kubernetes/cmd/{name}" for name in missing)],
-            wrapper, log, f"build {', '.join(missing)} {version}")
+            wrapper, log, f"build {', '.join(missing)} {version}", env)
     for name in missing:
         _install(tmp_dir / name, out_dir / name)
     shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -209,7 +245,7 @@ def build_etcd(version: str, out_dir: Path, log: Path) -> None:
         return
     wrapper = out_dir / "src"
     wrapper.mkdir(parents=True, exist_ok=True)
-    upstream = gomod.parse_upstream_mod(_upstream_gomod("go.etcd.io/etcd/server/v3", version, wrapper, log))
+    upstream = gomod.parse_upstream_mod(_upstream_gomod("go.etcd.io/etcd/server/v3", version, log))
     (wrapper / "go.mod").write_text(
         f"module pvchaos.local/etcdbuild\n\ngo {upstream.go_version}\n\n"
         f"require go.etcd.io/etcd/server/v3 {version}\n"
@@ -282,6 +318,12 @@ def build_provisioner(out_dir: Path, log: Path) -> None:
     _install(tmp_out, target)
     tmp_out.unlink()
     _log(f"built pvchaos-provisioner in {time.monotonic() - start:.0f}s")
+
+
+def cached_binary(k8s_version: str, name: str) -> Path | None:
+    """A Kubernetes command of `k8s_version` if it is built already (never builds)."""
+    path = cache_root() / "bin" / f"kubernetes-{k8s_version}" / name
+    return path if path.is_file() else None
 
 
 def ensure_binaries(

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from pvchaos.tools.versions import SUPPORTED_MINORS
+from pvchaos.tools.versions import SUPPORTED_MINORS, is_prerelease, minor_of, order_key, toolchain_for_error
 
 MODULE = "k8s.io/kubernetes"
 SOURCE = "pkg/features/kube_features.go"
@@ -111,22 +111,33 @@ def render(states: Mapping[str, Mapping[str, tuple[str, bool, bool] | None]]) ->
 def _go(*args: str) -> str:
     proc = subprocess.run(["go", *args], capture_output=True, text=True, timeout=GO_TIMEOUT_S, check=False,
                           cwd=tempfile.gettempdir())
+    if proc.returncode != 0 and (toolchain := toolchain_for_error(proc.stdout + proc.stderr)):
+        proc = subprocess.run(["go", *args], capture_output=True, text=True, timeout=GO_TIMEOUT_S, check=False,
+                              cwd=tempfile.gettempdir(), env={**os.environ, "GOTOOLCHAIN": toolchain})
     if proc.returncode != 0:
         raise GateSourceError(f"go {' '.join(args)}: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
     return proc.stdout
 
 
+def _rank(version: str) -> tuple[bool, tuple[int, ...]]:
+    """Any release above any pre-release, then release order."""
+    return not is_prerelease(version), order_key(version)
+
+
 def newest_patches(served: Iterable[str], minors: Iterable[int] = SUPPORTED_MINORS) -> dict[int, str]:
-    """Minor -> newest v1.MINOR.PATCH among the served versions (pre-releases ignored; pure)."""
-    best: dict[int, tuple[int, str]] = {}
+    """Minor -> newest v1.MINOR.PATCH among the served versions; a minor with no release
+    yet -> its newest pre-release (v1.38.0-beta.0), which is what pvchaos builds of it (pure)."""
+    best: dict[int, str] = {}
     for v in served:
-        m = re.fullmatch(r"v1\.(\d+)\.(\d+)", v)
-        if m and int(m.group(1)) in minors and int(m.group(2)) >= best.get(int(m.group(1)), (-1, ""))[0]:
-            best[int(m.group(1))] = (int(m.group(2)), v)
+        minor = minor_of(v, release_only=True)
+        if minor is None or minor not in minors:
+            continue
+        if minor not in best or _rank(v) > _rank(best[minor]):
+            best[minor] = v
     missing = [m for m in minors if m not in best]
     if missing:
         raise GateSourceError(f"the Go module proxy serves no release of 1.{missing[0]}")
-    return {m: best[m][1] for m in sorted(best)}
+    return {m: best[m] for m in sorted(best)}
 
 
 def module_dir(version: str) -> Path:

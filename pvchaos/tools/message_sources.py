@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pvchaos.conformance import messages
+from pvchaos.conformance import kubelet_admission, messages
 from pvchaos.tools import gomod, versions
 
 # Keys whose text no Go file spells: it is assembled at run time.
@@ -84,6 +84,22 @@ def check_version(version: str, modcache: Path) -> list[Check]:
     hits = found_fragments({f for k, f in fragments.items() if k not in ASSEMBLED}, dirs)
     return [Check(key, minor, wanted[key], fragments[key], None if key in ASSEMBLED else fragments[key] in hits)
             for key in sorted(wanted)]
+
+
+def kubelet_outcome_in_source(version: str, modcache: Path) -> str:
+    """What the version's kubelet does with a pod whose PV no longer allows its node, read
+    from its source: refuses where pkg/kubelet names the VolumeNodeAffinity reason, else
+    mount-blocked where pkg/volume fails MountVolume on the PV's affinity, else starts
+    (conformance/kubelet_admission.py's table, checked against the source)."""
+    root = modcache / "k8s.io" / f"kubernetes@{version}" / "pkg"
+    if not root.is_dir():
+        raise FileNotFoundError(f"no source of k8s.io/kubernetes@{version} in {modcache}; "
+                                f"run: bin/pvchaos build --k8s-version {version}")
+    if found_fragments({kubelet_admission.REASON}, [root / "kubelet"]):
+        return kubelet_admission.REFUSES
+    if found_fragments({kubelet_admission.MOUNT_CHECK}, [root / "volume"]):
+        return kubelet_admission.MOUNT_BLOCKED
+    return kubelet_admission.STARTS
 
 
 def default_modcache() -> Path:

@@ -50,7 +50,7 @@ BM, CR, LC, LV = "test_binding_modes", "test_component_restart", "test_label_cha
 NF, PM, RK, RC = "test_node_failure", "test_pv_affinity_mutation", "test_real_kubelet", "test_reclaim"
 SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
 VP, AD, CA, CT = "test_volume_plugins", "test_attach_detach", "test_capacity", "test_csi_topology"
-RS = "test_rescheduling"
+RS, KV = "test_rescheduling", "test_kubelet_volume_affinity"
 CF = "test_csi_faults"
 _INERT = "the CSI fault proxy ignoring its rules: the injected fault never happens, and the test sees that"
 
@@ -193,6 +193,12 @@ TABLE: dict[str, Entry] = {
         "their soft preference for another zone, every run)"),
     f"{VP}::test_zone_labels_without_node_affinity_place_the_pod[pinned-to-another-zone]": _e(
         "volumezone", "VolumeZone rejects nodes outside the PV's zone label"),
+    f"{KV}::test_affinity_tightened_before_the_kubelet_starts_the_pod": _none(
+        f"{_KIND_ONLY}; on kind, PVCHAOS_CHAOS_BREAK=wrong-kubelet-table (the table says the kubelet refuses) "
+        "makes it fail (docs/self-verification.md#the-kubelet-half-of-kep-5381)"),
+    f"{KV}::test_affinity_tightened_then_the_pod_restarts_on_its_node": _none(
+        f"{_KIND_ONLY}; on kind, PVCHAOS_CHAOS_BREAK=wrong-kubelet-table (the table says the kubelet refuses) "
+        "makes it fail (docs/self-verification.md#the-kubelet-half-of-kep-5381)"),
     f"{ZO}::test_single_zone_outage_evicts_that_zone": _e(
         "taint-eviction", "the taint-eviction controller evicts the down zone's pods"),
     f"{ZO}::test_all_zones_down_evicts_nothing": _e(

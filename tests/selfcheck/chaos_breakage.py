@@ -7,7 +7,10 @@ Loaded in a subprocess with `-p tests.selfcheck.chaos_breakage` and
 - `taint-eviction`: kube-controller-manager without taint-eviction-controller (nodes are
   tainted, pods are never evicted);
 - `wrong-mutation-table`: the expectation table claims a mutated PV turns Available with
-  its claimRef cleared, as the blog post says; the suite must fail and show the diff.
+  its claimRef cleared, as the blog post says; the suite must fail and show the diff;
+- `wrong-kubelet-table`: the kubelet-half table (conformance/kubelet_admission.py) claims
+  every version's kubelet refuses a pod whose volume no longer allows its node; on kind,
+  where the kubelet starts it, suites/test_kubelet_volume_affinity.py must fail.
 """
 
 from __future__ import annotations
@@ -19,17 +22,20 @@ import pytest
 
 from pvchaos.clusters.backend import ClusterHandle
 from pvchaos.clusters.local.cluster import LocalCluster
-from pvchaos.conformance import expectations
+from pvchaos.conformance import expectations, kubelet_admission
 
 ENV = "PVCHAOS_CHAOS_BREAK"
 CONTROLLERS = {"node-lifecycle": "node-lifecycle-controller", "taint-eviction": "taint-eviction-controller"}
 BLOG_TABLE = {35: {"pv phase": "Available", "claimRef": "cleared", "claim phase": "Pending", "running pod": "kept"}}
+TABLES = ("wrong-mutation-table", "wrong-kubelet-table")
+REFUSING_KUBELET = {35: kubelet_admission.Admission(kubelet_admission.REFUSES,
+                                                    "wrong-kubelet-table: every kubelet refuses (a breakage)")}
 
 
 def _what() -> str:
     what = os.environ.get(ENV, "")
-    if what and what not in (*CONTROLLERS, "wrong-mutation-table"):
-        raise pytest.UsageError(f"{ENV}={what!r}: use one of {', '.join((*CONTROLLERS, 'wrong-mutation-table'))}")
+    if what and what not in (*CONTROLLERS, *TABLES):
+        raise pytest.UsageError(f"{ENV}={what!r}: use one of {', '.join((*CONTROLLERS, *TABLES))}")
     return what
 
 
@@ -37,6 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if _what() == "wrong-mutation-table":  # the oracle's data, not the plugin: patched for this process
         mp = pytest.MonkeyPatch()
         mp.setattr(expectations, "AFTER_PV_AFFINITY_MUTATION", BLOG_TABLE)
+    if _what() == "wrong-kubelet-table":
+        pytest.MonkeyPatch().setattr(kubelet_admission, "ADMISSION", REFUSING_KUBELET)
 
 
 def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, handle: ClusterHandle) -> None:

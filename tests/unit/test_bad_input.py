@@ -87,7 +87,7 @@ def wrong_values(check: Callable[[str], object], tmp: dict[str, Path]) -> st.Sea
                                                     "zöne", _control("a"), ",", "a," * 30 + "a"]),
                                    st.integers(27, 10**9).map(str)),
         arguments.k8s_version: st.sampled_from(["v9.1.1", "1.35", "latest", "v1.99.0", "v1.33.0", "v1.35",
-                                                "v1.35.4-rc.1", "../v1.35.4", _control("v1.35.4")]),
+                                                "v1.35.4-gke.1", "v1.38.0-beta", "../v1.35.4", _control("v1.35.4")]),
         arguments.k8s_versions: st.sampled_from(["v9.1.1", "v1.35.4,", ",", "v1.35.4,,v1.36.3", "v1.35.4,latest"]),
         arguments.feature_gates: st.sampled_from(["A", "A=maybe", "=true", "A=true,B", "A=true=false",
                                                   _control("A") + "=true", "A:true"]),

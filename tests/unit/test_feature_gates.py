@@ -61,11 +61,47 @@ def test_a_source_without_the_map_is_refused() -> None:
         tool.versioned_specs("package features\n")
 
 
-def test_newest_patch_per_minor_ignores_prereleases() -> None:
-    served = ["v1.34.0", "v1.34.10", "v1.34.9", "v1.35.4", "v1.35.5-rc.0", "v1.33.9", "v1.36.1", "v1.37.2"]
-    assert tool.newest_patches(served) == {34: "v1.34.10", 35: "v1.35.4", 36: "v1.36.1", 37: "v1.37.2"}
+def test_newest_patch_per_minor_takes_a_prerelease_only_where_no_release_is_served() -> None:
+    served = ["v1.34.0", "v1.34.10", "v1.34.9", "v1.35.4", "v1.35.5-rc.0", "v1.33.9", "v1.36.1", "v1.37.2",
+              "v1.38.0-alpha.2", "v1.38.0-beta.0"]
+    assert tool.newest_patches(served) == {34: "v1.34.10", 35: "v1.35.4", 36: "v1.36.1", 37: "v1.37.2",
+                                           38: "v1.38.0-beta.0"}
+    assert tool.newest_patches([*served, "v1.38.0"])[38] == "v1.38.0"
     with pytest.raises(tool.GateSourceError, match="1.36"):
-        tool.newest_patches(["v1.34.1", "v1.35.1", "v1.37.1"])
+        tool.newest_patches(["v1.34.1", "v1.35.1", "v1.37.1", "v1.38.0-beta.0"])
+
+
+HELP = """      --feature-gates colonSeparatedMultimapStringString
+                kube:AllAlpha=true|false (ALPHA - default=false)
+                kube:MutablePVNodeAffinity=true|false (ALPHA - default=false)
+                kube:NodeControllerLeaseCircuitBreaker=true|false (BETA - default=true)
+                OldStyle=true|false (BETA - default=false)
+"""
+
+
+def test_gate_stage_and_default_are_read_from_the_binary_help() -> None:
+    from pvchaos.tools import gates
+    states = gates.parse_gate_states(HELP)
+    assert states["MutablePVNodeAffinity"] == ("alpha", False)
+    assert states["NodeControllerLeaseCircuitBreaker"] == ("beta", True)
+    assert states["OldStyle"] == ("beta", False)  # builds without the "kube:" prefix
+    assert set(states) == gates.parse_gate_list(HELP)
+
+
+def test_the_binary_and_the_source_agree_where_a_version_is_built() -> None:
+    """The table (from source) against each built version's own kube-apiserver --help."""
+    from pvchaos.clusters.common.gates import built_gate_states
+    checked = 0
+    for version, gates_ in feature_gates.STATES.items():
+        states = built_gate_states(version)
+        if states is None:
+            continue
+        for gate, state in gates_.items():
+            if state and state[0] in ("alpha", "beta"):
+                assert states.get(gate) == (state[0], state[1]), f"{version} {gate}: source {state}, binary {states.get(gate)}"
+        checked += 1
+    if not checked:
+        pytest.skip("no version of the table is built here")
 
 
 def test_the_table_is_what_the_tool_makes_of_the_cached_sources() -> None:

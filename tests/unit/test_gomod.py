@@ -141,12 +141,13 @@ def test_wrapper_pins_each_staging_module_and_keeps_the_rest(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("k8s", "staging"), [("v1.35.4", "v0.35.4"), ("v1.34.4", "v0.34.4"),
-                                              ("v1.37.12", "v0.37.12")])
+                                              ("v1.37.12", "v0.37.12"), ("v1.38.0-beta.0", "v0.38.0-beta.0"),
+                                              ("v1.36.0-rc.1", "v0.36.0-rc.1")])
 def test_staging_version(k8s: str, staging: str) -> None:
     assert gomod.staging_version(k8s) == staging
 
 
-@pytest.mark.parametrize("bad", ["1.35.4", "v1.35", "v2.0.0", "v1.36.0-rc.1", ""])
+@pytest.mark.parametrize("bad", ["1.35.4", "v1.35", "v2.0.0", "v1.35.4-gke.1", "v1.38.0-beta", ""])
 def test_staging_version_refuses_non_releases(bad: str) -> None:
     with pytest.raises(ValueError, match="not a Kubernetes release version"):
         gomod.staging_version(bad)
@@ -160,6 +161,7 @@ def test_version_ldflags_stamp_both_version_packages() -> None:
                      "gitCommit=abc123"):
             assert f"-X {pkg}.{want}" in flags
     assert "gitCommit" not in gomod.version_ldflags("v1.35.4")
+    assert "-X k8s.io/component-base/version.gitVersion=v1.38.0-beta.0" in gomod.version_ldflags("v1.38.0-beta.0")
     with pytest.raises(ValueError):
         gomod.version_ldflags("latest")
 
@@ -191,3 +193,14 @@ def test_wrapper_of_a_real_release_pins_exactly_its_staging_modules(version: str
     assert {m for m, (new, v) in pinned.items() if new == m and v == sv} == staged
     go_line = re.search(r"^go\s+(\S+)", upstream, re.MULTILINE)
     assert go_line and parsed["Go"] == go_line.group(1)
+
+
+def test_a_standin_replaces_only_the_module_a_version_requires() -> None:
+    text = ("module k8s.io/kubernetes\n\ngo 1.27.0\n\nrequire (\n\tsigs.k8s.io/iptables-wrappers v1.0.0\n"
+            "\tk8s.io/klog/v2 v2.130.1 // indirect\n)\n")
+    assert gomod.requires(text, "sigs.k8s.io/iptables-wrappers") and gomod.requires(text, "k8s.io/klog/v2")
+    assert not gomod.requires(text, "sigs.k8s.io/iptables")
+    wrapper = gomod.kubernetes_wrapper_mod("v1.38.0-beta.0", gomod.parse_upstream_mod(text),
+                                           {"sigs.k8s.io/iptables-wrappers": "/s/iptables-wrappers"})
+    assert "\tsigs.k8s.io/iptables-wrappers => /s/iptables-wrappers\n" in wrapper
+    assert "=> /s/" not in gomod.kubernetes_wrapper_mod("v1.35.4", gomod.parse_upstream_mod(text))

@@ -183,7 +183,7 @@ def test_invalid_names_are_refused(name: str) -> None:
         LocalClusterConfig(name=name)
 
 
-@pytest.mark.parametrize("version", ["1.35.4", "v1.35", "latest", "v1.35.4-rc.0"])
+@pytest.mark.parametrize("version", ["1.35.4", "v1.35", "latest", "v1.35.4-gke.0"])
 def test_invalid_versions_are_refused(version: str) -> None:
     with pytest.raises(ValueError, match="not a Kubernetes release version"):
         LocalClusterConfig(name="c1", k8s_version=version)

@@ -145,5 +145,5 @@ def test_report_environment_names_the_zones_asked_for(tmp_path: Path) -> None:
 def test_report_environment_has_each_gate_the_suites_depend_on(tmp_path: Path) -> None:
     env = runner.environment(runner.RunRequest(report_dir=tmp_path))
     assert env["gate MutablePVNodeAffinity"] == (
-        "v1.34.4 absent; v1.35.4 alpha, off; v1.36.3 alpha, off; v1.37.2 alpha, off")
+        "v1.34.4 absent; v1.35.4 alpha, off; v1.36.3 alpha, off; v1.37.2 alpha, off; v1.38.0-beta.0 alpha, off")
     assert {k for k in env if k.startswith("gate ")} == {f"gate {g}" for g in tools_gates.GATES}

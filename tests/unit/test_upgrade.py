@@ -55,7 +55,7 @@ def test_same_version_is_nothing_to_upgrade() -> None:
     assert "nothing to upgrade" in (skew_refusal("v1.35.4", "v1.35.4") or "")
 
 
-@pytest.mark.parametrize("bad", ["1.36.3", "v1.36", "v2.0.0", "v1.36.3-rc.1", "latest", ""])
+@pytest.mark.parametrize("bad", ["1.36.3", "v1.36", "v2.0.0", "v1.36.3-gke.1", "latest", ""])
 def test_malformed_versions_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="not a Kubernetes release version"):
         release(bad)

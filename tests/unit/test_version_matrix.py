@@ -129,3 +129,23 @@ def test_a_skip_on_1_34_names_the_missing_gate() -> None:
     off = missing_details(LocalClusterConfig(name="a", feature_gates={"MutablePVNodeAffinity": False}))
     assert off["mutable-pv-affinity"] == "feature gate MutablePVNodeAffinity is off"
     assert missing_details(LocalClusterConfig(name="a")) == {}
+
+
+def test_a_prerelease_sorts_after_the_minor_before_it_and_before_its_release() -> None:
+    from pvchaos.tools import versions
+    assert version_matrix.parse_versions("v1.38.0-beta.0,v1.37.2,v1.34.4") == ["v1.34.4", "v1.37.2", "v1.38.0-beta.0"]
+    assert sorted(["v1.38.0", "v1.38.0-rc.1", "v1.38.0-beta.0", "v1.38.0-alpha.2"], key=versions.order_key) == [
+        "v1.38.0-alpha.2", "v1.38.0-beta.0", "v1.38.0-rc.1", "v1.38.0"]
+    assert versions.minor_of("v1.38.0-beta.0", release_only=True) == 38 and versions.is_prerelease("v1.38.0-beta.0")
+    assert versions.minor_of("v1.35.4-gke.1", release_only=True) is None  # a vendor's build, not one we make
+    assert versions.skew_refusal("v1.37.2", "v1.38.0-beta.0") is None
+
+
+def test_only_a_go_line_newer_than_the_machine_s_asks_for_the_approved_toolchain() -> None:
+    from pvchaos.tools import versions
+    assert versions.go_toolchain_for("1.25.0") is None and versions.go_toolchain_for("1.26.8") is None
+    assert versions.go_toolchain_for("1.27.0") == versions.NEWER_GO_TOOLCHAIN == "go1.27.3"
+    said = "k8s.io/kubernetes@v1.38.0-beta.0 requires go \\u003e= 1.27.0 (running go 1.26.8; GOTOOLCHAIN=local)"
+    assert versions.toolchain_for_error(said) == "go1.27.3"
+    assert versions.toolchain_for_error(said.replace("\\u003e", ">")) == "go1.27.3"
+    assert versions.toolchain_for_error("403 Forbidden") is None

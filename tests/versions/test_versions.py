@@ -21,7 +21,8 @@ from pvchaos.tools import message_sources
 from pvchaos.tools.build import ensure_binaries
 
 REPO = Path(__file__).resolve().parents[2]
-MATRIX = ("v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2")  # the newest served patch of each supported minor
+# the newest served patch of each supported minor (a pre-release where the minor has no release yet)
+MATRIX = ("v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2", "v1.38.0-beta.0")
 
 
 @pytest.fixture(scope="module")

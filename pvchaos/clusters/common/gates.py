@@ -7,8 +7,8 @@ import difflib
 from collections.abc import Callable
 
 from pvchaos.tools import versions
-from pvchaos.tools.build import ensure_binaries
-from pvchaos.tools.gates import known_gates
+from pvchaos.tools.build import cached_binary, ensure_binaries
+from pvchaos.tools.gates import GateListError, gate_states, known_gates
 
 MUTABLE_PV_GATE = "MutablePVNodeAffinity"
 GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
@@ -17,7 +17,7 @@ GATE_FIRST_MINOR = {MUTABLE_PV_GATE: 35}
 def minor_of(version: str) -> int:
     minor = versions.minor_of(version, release_only=True)
     if minor is None:
-        raise ValueError(f"not a Kubernetes release version: {version!r} (want v1.MINOR.PATCH)")
+        raise ValueError(f"not a Kubernetes release version: {version!r} (want v1.MINOR.PATCH or v1.MINOR.PATCH-beta.N)")
     return minor
 
 
@@ -38,6 +38,30 @@ def gates_for_version(gates: dict[str, bool], minor: int) -> dict[str, bool]:
     immutable in 1.34), and the components would refuse the unknown name. A gate asked
     on stays, so the configuration refuses it in one line."""
     return {g: on for g, on in gates.items() if on or minor >= GATE_FIRST_MINOR.get(g, 0)}
+
+
+def built_gate_states(k8s_version: str) -> dict[str, tuple[str, bool]] | None:
+    """The alpha and beta gates of the version's own kube-apiserver with stage and default
+    (`kube-apiserver --help`), or None when that version is not built yet: this never
+    builds, so a report or a bad-input check costs no build."""
+    apiserver = cached_binary(k8s_version, "kube-apiserver")
+    if apiserver is None:
+        return None
+    try:
+        return gate_states(apiserver)
+    except GateListError:
+        return None
+
+
+def built_gate_environment(k8s_version: str, gates: list[str]) -> dict[str, str]:
+    """Lines for a report's environment: each gate as the run's own binary describes it."""
+    states = built_gate_states(k8s_version)
+    if states is None:
+        return {}
+    def text(gate: str) -> str:
+        found = states.get(gate)
+        return f"{found[0]}, {'on' if found[1] else 'off'} by default" if found else "not alpha or beta (GA, or absent)"
+    return {f"kube-apiserver {k8s_version} --help: {g}": text(g) for g in gates}
 
 
 def binary_gates(k8s_version: str) -> frozenset[str]:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from pvchaos.tools import versions
 from pvchaos.tools.build import BuildError, _run_go, cache_root, ensure_binaries
 from pvchaos.tools.docker_engine import Engine, docker, last_line
 from pvchaos.tools.nodeimage import recipe as r
@@ -115,9 +116,14 @@ def ensure_kind(version: str = r.KIND_VERSION) -> Path:
 
 
 def _kubernetes_source(version: str) -> Path:
-    """The k8s.io/kubernetes module directory (pause.c lives in it)."""
-    proc = subprocess.run(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"], capture_output=True,
-                          text=True, cwd=tempfile.gettempdir(), env={**os.environ, "GOFLAGS": "-mod=mod"}, check=False)
+    """The k8s.io/kubernetes module directory (pause.c lives in it); with the newer Go
+    toolchain only when the version's go.mod asks for one (v1.38: go 1.27)."""
+    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+    argv = ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"]
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=tempfile.gettempdir(), env=env, check=False)
+    if proc.returncode != 0 and (toolchain := versions.toolchain_for_error(proc.stdout)):
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=tempfile.gettempdir(),
+                              env={**env, "GOTOOLCHAIN": toolchain}, check=False)
     if proc.returncode != 0:
         raise BuildError(f"k8s.io/kubernetes@{version}: {last_line(proc)}")
     return Path(json.loads(proc.stdout)["Dir"])
