@@ -149,6 +149,7 @@ def _recreated_on(ws: Workspace, uid: str, allowed: Obj, measurement: str, since
 
 
 @allure.story("tightened while the pod is scheduled but its kubelet has not started it")
+@pytest.mark.quick
 def test_affinity_tightened_before_the_kubelet_starts_the_pod(ws: Workspace) -> None:
     pv, first, second = _volume_for_two_nodes(ws)
     kubelet = chaos_nodes.stop_kubelet(ws, o.name(first))

@@ -254,7 +254,7 @@ def test_the_new_form_does_not_warn(kube: FakeKube) -> None:
 
 
 # injectors that did not exist in 0.1, so have no old form
-NEW_IN_0_2 = {"pvchaos.chaos.csi_calls.csi_call_fault"}
+NEW_IN_0_2 = {"pvchaos.chaos.csi_calls.csi_call_fault", "pvchaos.chaos.nodes.stop_kubelet"}
 
 
 def test_every_injector_that_takes_the_workspace_has_its_0_1_form_tested() -> None:

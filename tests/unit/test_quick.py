@@ -9,7 +9,7 @@ import sys
 from pvchaos.clusters.options import REPO_ROOT, Options
 from pvchaos.runner import known_suites, pytest_argv
 
-NOT_IN_THE_DEFAULT_RUN = {"scale", "upgrade"}  # deselected unless --scale / --upgrade-to
+NOT_IN_THE_DEFAULT_RUN = {"scale", "upgrade", "shared_policy"}  # deselected unless --scale, --upgrade-to, --long
 
 
 def test_quick_selects_one_core_test_of_every_suite_of_the_default_run() -> None:
