@@ -97,6 +97,8 @@ WAIT = "180s"
 # load, not a broken node, so the create is tried again (KindBackend._create_cluster).
 BOOT_TIMEOUT_TEXT = "could not find a log line that matches"
 BOOT_ATTEMPTS = 3
+FREEZE_FAILED = "unable to freeze"  # runc's pause under load: the freezer did not settle in time
+FREEZE_ATTEMPTS = 3
 SUBNET_POOL = ipaddress.IPv4Network("172.30.0.0/16")
 
 # kind's known-issues remedy for "too many open files": every node's systemd, containerd
@@ -320,14 +322,30 @@ class KindFaults:
         return {"state": json.loads(state), "networks": json.loads(networks) or {}}
 
     # -- pause: the default node failure -------------------------------------------------
+    def _pause(self, containers: list[str]) -> None:
+        """`docker pause`, again where the cgroup freezer gave up: it freezes tasks one by
+        one and reports "unable to freeze" when a busy node (a loaded 2-core host) keeps
+        making new ones; the container is then left running, so a second try is safe."""
+        for attempt in range(1, FREEZE_ATTEMPTS + 1):
+            proc = docker(self.engine, ["pause", *containers], timeout=120)
+            if proc.returncode == 0:
+                return
+            if FREEZE_FAILED not in (proc.stderr or "") or attempt == FREEZE_ATTEMPTS:
+                raise ClusterError(f"docker pause ({self.cluster}): {last_line(proc)}")
+            containers = [c for c in containers if not self._paused(c)]
+            time.sleep(1)
+
+    def _paused(self, container: str) -> bool:
+        return self._docker("inspect", "--format", "{{.State.Paused}}", container) == "true"
+
     def stop_node(self, node: str) -> None:
         """Freeze the node container: kubelet and runtime stop, nothing is deleted."""
-        self._docker("pause", self.container(node))
+        self._pause([self.container(node)])
 
     def stop_nodes(self, nodes: list[str]) -> None:
         """One `docker pause` for all: the containers freeze together."""
         if nodes:
-            self._docker("pause", *(self.container(n) for n in nodes))
+            self._pause([self.container(n) for n in nodes])
 
     # -- crash: docker stop -------------------------------------------------------------
     def crash_node(self, node: str) -> None:
