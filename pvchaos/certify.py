@@ -244,12 +244,16 @@ def _profile(package: DriverPackage, discovery: pkg.Discovery, report_dir: Path)
 
 
 def _load(directory: Path, need_images: bool) -> DriverPackage:
-    """The package; when an image is missing and DIR carries a `build.py` (the example
-    packages do: their images are built here, not committed), it is run once first."""
+    """The package; a DIR that carries a `build.py` (the example packages do: their images
+    are built here, not committed) has it run first, every time, so archives built from an
+    older driver are never certified (the example's build.py does nothing when they are
+    current)."""
+    builder = directory / "build.py"
     try:
+        if need_images and builder.is_file():
+            raise MissingImage(f"{directory} builds its own images")
         return load_package(directory, need_images)
     except MissingImage as exc:
-        builder = directory / "build.py"
         if not builder.is_file():
             raise
         print(f"[pvchaos certify] {exc}; running {builder}", file=sys.stderr, flush=True)
@@ -302,6 +306,7 @@ class NewKindClusters:
     backend: KindBackend = field(init=False)
     kubectl: Kubectl = field(init=False)
     _asked: dict[tuple[str, str], PluginChoice] = field(default_factory=dict, init=False)
+    _up: bool = field(default=False, init=False)
     loads_images = True  # every image the manifests run must be in images/*.tar (no registry)
 
     @staticmethod
@@ -325,6 +330,7 @@ class NewKindClusters:
 
     def start(self) -> None:
         self.backend.up()  # images loaded, manifests applied, registration and Ready waited for
+        self._up = True  # a failed up() has removed its cluster itself: nothing left to finish
 
     def run_options(self, base: Options) -> Options:
         return replace(base, backend="kind", kind_cluster=self.backend.cluster,
@@ -337,7 +343,7 @@ class NewKindClusters:
         return self._asked[(node, driver)]
 
     def finish(self, findings: list[str], keep: bool) -> None:
-        if self.backend.engine is None:  # never started
+        if not self._up:  # never started, or up() failed and tore its cluster down
             return
         findings += delete_manifests(self.kubectl, self.package.manifests)
         if keep:
