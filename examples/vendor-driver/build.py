@@ -50,6 +50,12 @@ def _digest_file(name: str) -> Path:
     return IMAGES / f"{name}.tar.sha256"
 
 
+def _recorded(name: str) -> str:
+    """The digest recorded beside an archive, "" where there is none."""
+    path = _digest_file(name)
+    return path.read_text(errors="replace").strip() if path.exists() else ""
+
+
 def main() -> int:
     sidecars = ensure_csi_sidecars()
     wanted = [
@@ -61,8 +67,7 @@ def main() -> int:
     # an archive is current when it was made from this very binary (its digest beside it):
     # certify runs this before every certification, so a rebuilt driver is never shipped stale
     stale = [(name, tag, binary) for name, tag, binary in wanted
-             if _digest_file(name).read_text(errors="replace").strip() != _digest(binary)
-             or not (IMAGES / f"{name}.tar").exists()] if IMAGES.is_dir() else wanted
+             if _recorded(name) != _digest(binary) or not (IMAGES / f"{name}.tar").exists()]
     if not stale:
         return 0
     running = owned_engine() is not None  # another run's engine: never stopped from here
