@@ -62,7 +62,10 @@ from pvchaos.clusters.request import SHAPE_FIELDS, CannotProvide, ClusterDefault
 from pvchaos.clusters.storage import HarnessStorage, StorageStack, VendorStorage, vendor_refusal
 from pvchaos.clusters.topology import HOSTNAME_KEY, Topology
 from pvchaos.clusters.vendor_package import load_package
+from pvchaos.kube import builders, kinds
 from pvchaos.kube.client import connect
+from pvchaos.kube.errors import ConditionNotReached
+from pvchaos.kube.wait import wait_for
 from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
 from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
@@ -99,6 +102,7 @@ BOOT_TIMEOUT_TEXT = "could not find a log line that matches"
 BOOT_ATTEMPTS = 3
 FREEZE_FAILED = "unable to freeze"  # runc's pause under load: the freezer did not settle in time
 FREEZE_ATTEMPTS = 3
+BINDER_WAIT = 120.0  # seconds a new cluster's PV controller has to bind its first claim
 SUBNET_POOL = ipaddress.IPv4Network("172.30.0.0/16")
 
 # kind's known-issues remedy for "too many open files": every node's systemd, containerd
@@ -660,6 +664,7 @@ class KindBackend:
             else:
                 self._await_nodes_ready()
                 self._start_provisioner()
+            self._await_binder()
         except BaseException:
             self._teardown(quiet=True)
             raise
@@ -720,6 +725,28 @@ class KindBackend:
         waited = vendor_install.wait_installed(kubectl, package.driver_name, workloads,
                                                self.logs_dir or self.directory / "vendor-logs", vendor.wait_timeout)
         _log(f"{package.driver_name} (package {package.directory}) registered and Ready in {waited:.0f}s")
+
+    def _await_binder(self) -> None:
+        """A fresh kind cluster's controller-manager needs a while after leader election
+        before its PV controller binds claims (informers syncing, on a loaded host); the
+        cluster is handed out once a probe claim binds to its PV (bounded), so the per-cluster
+        canaries judge a working binder, not a warming one (seen: certify's canaries ran 6 s
+        after install and the binder canary failed while binding worked a minute later)."""
+        name = f"pvchaos-probe-{secrets.token_hex(3)}"
+        kube = connect(self.kubeconfig)
+        try:
+            kinds.create(kube, builders.persistent_volume(name, "1Mi", labels={"pvchaos.dev/probe": name}))
+            claim = builders.persistent_volume_claim(name, "1Mi", "", selector={"matchLabels": {"pvchaos.dev/probe": name}})
+            kinds.create(kube, claim, "default")
+            try:
+                wait_for(kube, "PersistentVolumeClaim", name, lambda c: (c.get("status") or {}).get("phase") == "Bound",
+                         "the controller-manager's PV controller binds a probe claim", "default", BINDER_WAIT)
+            except ConditionNotReached as exc:
+                raise ClusterError(f"kind cluster {self.cluster}: {str(exc).splitlines()[0]}") from None
+        finally:
+            kinds.delete(kube, "PersistentVolumeClaim", name, "default")
+            kinds.delete(kube, "PersistentVolume", name)
+            kube.api.close()
 
     def kubectl(self) -> vendor_install.Kubectl:
         """kubectl of the cluster's version against its kubeconfig."""
