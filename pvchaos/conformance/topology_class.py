@@ -22,6 +22,8 @@ from pvchaos.conformance.types import KubeObject
 
 ZONE_KEY = "topology.kubernetes.io/zone"
 REGION_KEY = "topology.kubernetes.io/region"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+WELL_KNOWN = {ZONE_KEY: "zone", REGION_KEY: "region", HOSTNAME_KEY: "node"}
 
 __all__ = ["TopologyClass", "allowed_nodes", "domains", "driver_keys", "key_class", "not_applicable", "topology_class"]
 
@@ -71,9 +73,12 @@ def _partition(key: str, nodes: Sequence[KubeObject]) -> frozenset[frozenset[str
 
 
 def key_class(key: str, nodes: Sequence[KubeObject]) -> TopologyClass:
-    """What one key groups the nodes into, judged by the grouping, not the key's name: a
-    vendor's own per-node key is NODE like the hostname, a key that groups the nodes as
-    their zones do is ZONE."""
+    """What one key groups the nodes into: the well-known keys are what they say (with one
+    node per zone the zone and the hostname group the nodes alike, and a zonal driver's
+    zone key must still read as zone); any other key is judged by its grouping: a vendor's
+    own per-node key is NODE like the hostname, one that groups as the zones do is ZONE."""
+    if key in WELL_KNOWN:
+        return TopologyClass(WELL_KNOWN[key])
     groups = _partition(key, nodes)
     if not groups:
         return TopologyClass.GROUP
