@@ -174,7 +174,7 @@ def _plugin_info(package: DriverPackage, discovery: pkg.Discovery,
     try:
         choice = target.plugin_info(node, package.driver_name)
     except ClusterError as exc:
-        return None, f"GetPluginInfo on node {node} not called: {exc}"
+        return None, f"GetPluginInfo not called (node {node}): {exc}"
     return (choice, choice.source) if choice.info is not None else (None, choice.source)
 
 
