@@ -14,7 +14,6 @@ kind always uses, fails with "unable to apply caps: operation not permitted".
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -217,49 +216,9 @@ def start_engine() -> Engine:
     raise EngineError(f"kind backend: dockerd did not answer within {START_TIMEOUT:.0f}s (log: {log})")
 
 
-_USE_LOCK: list[int] = []  # this process's shared hold on our engine (one fd, kept until it exits)
-
-
-def _use_lock_file() -> Path:
-    return engine_dir() / "in-use.lock"
-
-
-def _hold_engine() -> None:
-    """Every pvchaos process that uses our engine holds a shared lock on it until it exits,
-    so another process's `stop_engine` (a run that ends) never stops it under a node image
-    build or a certification that has no kind container yet."""
-    if _USE_LOCK:
-        return
-    engine_dir().mkdir(parents=True, exist_ok=True)
-    fd = os.open(_use_lock_file(), os.O_CREAT | os.O_RDWR, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_SH)
-    _USE_LOCK.append(fd)
-
-
-def _others_use_engine() -> bool:
-    """Whether another process holds our engine (its shared lock), after letting go of ours."""
-    while _USE_LOCK:
-        os.close(_USE_LOCK.pop())
-    try:
-        fd = os.open(_use_lock_file(), os.O_CREAT | os.O_RDWR, 0o644)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the exclusive lock again
-    return False
-
-
 def ensure_engine() -> Engine:
     """The user's engine if one answers, else ours (started now if it is not running)."""
-    user = user_engine()
-    if user is not None:
-        return user
-    _hold_engine()
-    return _recorded_engine() or start_engine()
+    return user_engine() or _recorded_engine() or start_engine()
 
 
 def _terminate(pid: int) -> None:
@@ -301,9 +260,6 @@ def stop_engine(engine: Engine) -> bool:
     left = docker(engine, ["ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster"], timeout=30)
     if left.returncode == 0 and left.stdout.strip():
         _log(f"dockerd (pid {engine.pid}) left running: kind containers remain on it")
-        return False
-    if _others_use_engine():
-        _log(f"dockerd (pid {engine.pid}) left running: another pvchaos process uses it")
         return False
     _terminate(engine.pid)
     _forget()
