@@ -163,12 +163,17 @@ def _label_version(objects: dict, package: DriverPackage, kubectl: Kubectl) -> t
     return "unknown", "no version label on the CSIDriver or the controller"
 
 
+def _first_registered(discovery: pkg.Discovery) -> str | None:
+    """The worker certify asks the driver on: the first whose CSINode lists it."""
+    return next((n.node for n in discovery.nodes if n.registered), None)
+
+
 def _plugin_info(package: DriverPackage, discovery: pkg.Discovery,
                  target: Target) -> tuple[PluginChoice | None, str]:
     """GetPluginInfo of the node plugin on the first registered worker, or None and why it
     gave nothing: the target has no access to the nodes (--backend existing), no worker
     registers the driver, or the call failed or found no answer."""
-    node = next((n.node for n in discovery.nodes if n.registered), None)
+    node = _first_registered(discovery)
     if node is None:
         return None, "GetPluginInfo not called: no worker registers the driver"
     try:
@@ -198,7 +203,7 @@ def _driver_services(package: DriverPackage, discovery: pkg.Discovery, kubectl: 
     node answers the driver's name (pvchaos-csi info). Where nothing can be asked, the
     table says why."""
     driver = package.driver_name
-    node = next((n.node for n in discovery.nodes if n.registered), None)
+    node = _first_registered(discovery)
     if node is None:
         return replace(discovery, services_source="no worker registers the driver")
     try:

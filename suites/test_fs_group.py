@@ -12,11 +12,11 @@ import pytest
 from pvchaos.api import Workspace, b, kinds, o, x
 from pvchaos.conformance.volume_evidence import fs_group_applies
 from pvchaos.kube.poll import poll_until
+from pvchaos.tools.nodeimage.recipe import TEST_IMAGE  # busybox, built into the kind node image
 
 pytestmark = [allure.epic("Real kubelets"), allure.feature("fsGroup"),
               pytest.mark.needs("real-kubelet", "dynamic-zonal"), pytest.mark.exercises("fsgroup")]
 
-TEST_IMAGE = "pvchaos.local/busybox:1"  # built into the kind node image (tools/nodeimage)
 FS_GROUP = 2345
 
 

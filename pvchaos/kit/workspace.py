@@ -58,6 +58,7 @@ class Workspace:
         self.namespace = naming.unique(test_name)
         self.cluster_scoped: list[tuple[str, str]] = []
         self.exempt_pods: set[str] = set()  # "ns/name" of pods that knowingly break invariants
+        self._topology: DriverTopology | None = None  # the driver's, read on first use (topology())
         self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
 
     @property
@@ -186,13 +187,17 @@ class Workspace:
         """The run's driver's topology keys (from the workers' CSINodes; a driver that
         registers nowhere, as the old test double, falls back to its profile's keys or the
         zone key), its class and its domains."""
+        if self._topology is not None:  # read once per test: a suite asks for it per claim
+            return self._topology
         nodes = self.nodes()
-        keys = tc.driver_keys(self.list("CSINode"), self.driver.name)
-        if not keys and not any(self.driver.name == d.get("name") for c in self.list("CSINode")
+        csinodes = self.list("CSINode")
+        keys = tc.driver_keys(csinodes, self.driver.name)
+        if not keys and not any(self.driver.name == d.get("name") for c in csinodes
                                 for d in (c.get("spec") or {}).get("drivers") or []):
             keys = tuple(getattr(getattr(self.driver, "profile", None), "topology_keys", ()) or (o.ZONE_KEY,))
         cls = tc.topology_class(keys, nodes)
-        return DriverTopology(keys, cls, tc.domain_key(cls, keys, nodes), tc.domains(cls, keys, nodes))
+        self._topology = DriverTopology(keys, cls, tc.domain_key(cls, keys, nodes), tc.domains(cls, keys, nodes))
+        return self._topology
 
     def pin(self, node: Obj) -> dict[str, str]:
         """A nodeSelector that puts a pod on this node (by its hostname label, which may
