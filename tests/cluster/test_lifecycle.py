@@ -26,9 +26,11 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
+from pvchaos.clusters import csi
 from pvchaos.clusters.csi import DRIVER_NAME
 from pvchaos.clusters.local import cluster as cluster_module
 from pvchaos.clusters.local.cluster import LocalCluster
+from pvchaos.clusters.local import csi_registrar
 from pvchaos.clusters.local.config import CONTROLLER_LABEL, LocalClusterConfig
 from pvchaos.clusters.local.registry import ClusterState, sweep_orphans
 from pvchaos.clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
@@ -47,6 +49,12 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 UNREACHABLE = "node.kubernetes.io/unreachable"
 ONE_NODE = Topology(zones=("zone-a",), nodes_per_zone=1)
 
+
+def _components(zones: tuple[str, ...]) -> list[str]:
+    """Every process a default local cluster runs: the control plane, one KWOK per zone, the
+    CSI controller service, its fault proxy, both sidecars and the node registrar."""
+    return sorted(["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                   *(f"kwok-{z}" for z in zones), *csi.COMPONENTS, csi.PROXY, csi_registrar.COMPONENT])
 
 # ---- helpers ---------------------------------------------------------------------------
 
@@ -197,7 +205,7 @@ def test_up_gives_ready_zoned_nodes_and_down_leaves_nothing() -> None:
                 assert labels.get(key), f"{name_of(n)} lacks label {key}: {labels}"
             assert {"cpu", "memory", "pods", "ephemeral-storage"} <= set(n["status"].get("allocatable") or {})
         assert {zone_of(n) for n in nodes} == {"zone-a", "zone-b", "zone-c"}
-        assert len(pids) == 4 + len(cfg.topology.zones) + 3  # control plane, one KWOK per zone, CSI controller + 2 sidecars
+        assert sorted(pids) == _components(cfg.topology.zones)
         for n in nodes:  # each node has an address and pod range of its own
             assert (n["metadata"].get("labels") or {}).get(CONTROLLER_LABEL) == zone_of(n)
         assert len({n["status"]["addresses"][0]["address"] for n in nodes}) == len(nodes)
@@ -457,7 +465,7 @@ class Probe:
         directory = self.state_dir / data["state"]["name"]
         pids = {c: int(p["pid"]) for c, p in data["state"]["processes"].items()}
         assert sorted(data["alive"]) == sorted(pids), f"cluster not fully running: {data['alive']}"
-        assert len(pids) == 8  # etcd, apiserver, controller-manager, scheduler, one KWOK, CSI controller + 2 sidecars
+        assert sorted(pids) == _components(("zone-a",))
         return directory, pids
 
 
