@@ -14,35 +14,19 @@ The Docker engine is pvchaos's (started here when none runs, and then stopped ag
 
 from __future__ import annotations
 
-import hashlib
-import io
 import sys
-import tarfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from pvchaos.tools.binary_image import digest as _digest  # noqa: E402
+from pvchaos.tools.binary_image import rootfs  # noqa: E402
 from pvchaos.tools.csi_driver import ensure_csi_driver  # noqa: E402
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars  # noqa: E402
 from pvchaos.tools.docker_engine import docker, ensure_engine, last_line, owned_engine, stop_engine  # noqa: E402
 
 IMAGES = HERE / "images"
-
-
-def rootfs(binary: Path, name: str) -> bytes:
-    """A tar of / with the binary at /<name> and an empty /tmp."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        tmp = tarfile.TarInfo("tmp")
-        tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
-        tar.addfile(tmp)
-        tar.add(str(binary), arcname=name)
-    return out.getvalue()
-
-
-def _digest(binary: Path) -> str:
-    return hashlib.sha256(binary.read_bytes()).hexdigest()
 
 
 def _digest_file(name: str) -> Path:

@@ -50,7 +50,7 @@ from typing import Any
 
 import yaml
 
-from pvchaos.clusters import csi, kind_csi, vendor_install
+from pvchaos.clusters import csi, kind_csi, vendor_install, vendor_proxy
 from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterError, ClusterHandle
 from pvchaos.clusters.common.gates import GATE_FIRST_MINOR, MUTABLE_PV_GATE, parse_feature_gates
 from pvchaos.clusters.common.processes import ProcessRecord, spawn, stop
@@ -66,6 +66,7 @@ from pvchaos.kube import builders, kinds
 from pvchaos.kube.client import connect
 from pvchaos.kube.errors import ConditionNotReached
 from pvchaos.kube.wait import wait_for
+from pvchaos.tools.binary_image import binary_image
 from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
 from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
@@ -102,6 +103,7 @@ BOOT_TIMEOUT_TEXT = "could not find a log line that matches"
 BOOT_ATTEMPTS = 3
 FREEZE_FAILED = "unable to freeze"  # runc's pause under load: the freezer did not settle in time
 FREEZE_ATTEMPTS = 3
+PROXY_IMAGE_REPOSITORY = "pvchaos.dev/certify/pvchaos-csi-proxy"  # the fault proxy added to a vendor's pods
 BINDER_WAIT = 120.0  # seconds a new cluster's PV controller has to bind its first claim
 SUBNET_POOL = ipaddress.IPv4Network("172.30.0.0/16")
 
@@ -161,7 +163,8 @@ def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S
                 image: str = IMAGE_PLACEHOLDER, feature_gates: dict[str, bool] | None = None,
                 kcm_flags: dict[str, str] | None = None, kubelet: dict[str, Any] | None = None,
                 zones_dir: str | Path | None = kind_csi.ZONES_PLACEHOLDER,
-                zone_path: str = kind_csi.NODE_ZONE_DIR) -> dict[str, Any]:
+                zone_path: str = kind_csi.NODE_ZONE_DIR,
+                every_node_mounts: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
     """A kind v1alpha4 Cluster: one control plane, then the topology's nodes as workers in
     order, each registered under its topology name and, with `zones_dir` (CSI), mounting
     its zone's shared volume directory `<zones_dir>/<zone>` (kind_csi.py)."""
@@ -187,11 +190,16 @@ def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S
         cfg["featureGates"] = gates
     cfg["networking"] = {"ipFamily": "ipv4", "disableDefaultCNI": True, "kubeProxyMode": "none"}
     cfg["kubeadmConfigPatches"] = patches
-    nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": image}]
+    plane: dict[str, Any] = {"role": "control-plane", "image": image}
+    if every_node_mounts:
+        plane["extraMounts"] = [dict(m) for m in every_node_mounts]
+    nodes: list[dict[str, Any]] = [plane]
     for spec in topology.nodes():
         worker: dict[str, Any] = {"role": "worker", "image": image, "labels": _node_labels(spec.labels)}
-        if zones_dir is not None:
-            worker["extraMounts"] = kind_csi.zone_mounts(zones_dir, spec.zone, zone_path)
+        mounts = [*(kind_csi.zone_mounts(zones_dir, spec.zone, zone_path) if zones_dir is not None else []),
+                  *(dict(m) for m in every_node_mounts)]
+        if mounts:
+            worker["extraMounts"] = mounts
         worker["kubeadmConfigPatches"] = [_patch("JoinConfiguration",
                                                  {"nodeRegistration": {"name": spec.name, **PREFLIGHT}})]
         nodes.append(worker)
@@ -457,6 +465,7 @@ class KindBackend:
     # (`cluster down`); `up` clears it until it has created the network itself.
     _owns_network: bool = field(default=True, init=False, repr=False)
     _csi_bins: csi.CsiBinaries | None = field(default=None, init=False, repr=False)
+    _proxy_image: tuple[str, Path] | None = field(default=None, init=False, repr=False)  # (ref, archive)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.cluster):
@@ -571,9 +580,21 @@ class KindBackend:
 
     def config(self) -> dict[str, Any]:
         assert self.directory is not None
+        # a vendor's controller-side fault proxy keeps its rules and log in the host's CSI
+        # directory, mounted in every node (wherever its pod runs): vendor_proxy.py
+        proxy_dir = ([{"hostPath": str(csi.paths_for(self.directory).root), "containerPath": vendor_proxy.CONTROLLER_DIR}]
+                     if self.vendor is not None else [])
         return kind_config(self.topology, self.k8s_version, self.image or IMAGE_PLACEHOLDER, self.feature_gates,
                            self.kcm_flags, zones_dir=kind_csi.zones_dir(self.directory) if self.shares_zones else None,
-                           zone_path=kind_csi.NODE_ZONE_DIR if self.runs_csi else kind_csi.VENDOR_ZONE_DIR)
+                           zone_path=kind_csi.NODE_ZONE_DIR if self.runs_csi else kind_csi.VENDOR_ZONE_DIR,
+                           every_node_mounts=proxy_dir)
+
+    def proxy_wiring(self, image: str = "pvchaos.dev/certify/pvchaos-csi-proxy:unbuilt") -> vendor_proxy.ProxyWiring | None:
+        """The vendor's manifests with the CSI fault proxy in front of its sockets (None
+        without a vendor); pure over the package, so capabilities know before start."""
+        if self.vendor is None:
+            return None
+        return vendor_proxy.wire((doc for _, doc in self.vendor.package.objects), image)
 
     def _kind(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         assert self.engine is not None
@@ -590,6 +611,10 @@ class KindBackend:
                 _log(change)
             ensure_kind()
             self.image = build_node_image(self.engine, self.k8s_version)
+            wiring = self.proxy_wiring()
+            if wiring is not None and wiring.wired:
+                from pvchaos.tools.csi_driver import ensure_csi_driver  # the driver's own module builds it
+                self._proxy_image = binary_image(self.engine, ensure_csi_driver(), PROXY_IMAGE_REPOSITORY, "pvchaos-csi")
             if self.runs_csi:
                 assert self.directory is not None
                 kind_csi.csi_paths(self.directory)  # a socket path too long is refused here
@@ -645,6 +670,8 @@ class KindBackend:
         if self.shares_zones:  # before the containers mount them (docker would create them as root-only)
             for zone in self.topology.zones:
                 (kind_csi.zones_dir(self.directory) / zone).mkdir(parents=True, exist_ok=True)
+        if self.vendor is not None:
+            csi.paths_for(self.directory).root.mkdir(parents=True, exist_ok=True)
         config_file = self.directory / "kind-config.yaml"
         config_file.write_text(render_yaml(self.config(), self.k8s_version))
         _log(f"creating kind cluster {self.cluster} ({self.k8s_version}, {self.topology.node_count} workers, "
@@ -718,9 +745,19 @@ class KindBackend:
         (vendor_install.py); the pods' logs go to `logs_dir` when it does not come up."""
         assert self.engine is not None and self.directory is not None
         package = vendor.package
-        vendor_install.load_images(self.engine, self.cluster, package.images)
+        manifests: Sequence[Path] = package.manifests
+        archives = list(package.images)
+        if self._proxy_image is not None:  # the fault proxy in front of its sockets (vendor_proxy.py)
+            ref, archive = self._proxy_image
+            wiring = self.proxy_wiring(ref)
+            assert wiring is not None
+            manifests = vendor_proxy.write_manifests(package, wiring, self.directory / "vendor-manifests")
+            archives.append(archive)
+            _log(f"CSI fault proxy in front of {package.driver_name}: "
+                 + "; ".join([*wiring.node_sockets, *wiring.controller_sockets]))
+        vendor_install.load_images(self.engine, self.cluster, archives)
         kubectl = self.kubectl()
-        vendor_install.apply_manifests(kubectl, package.manifests)
+        vendor_install.apply_manifests(kubectl, manifests)
         workloads = [(w.kind, w.namespace, w.name) for w in package.workloads]
         waited = vendor_install.wait_installed(kubectl, package.driver_name, workloads,
                                                self.logs_dir or self.directory / "vendor-logs", vendor.wait_timeout)
@@ -866,6 +903,9 @@ class KindBackend:
         if self.vendor is not None:
             if self.vendor.package.attach_required:
                 caps.add(Capability.ATTACH)
+            wiring = self.proxy_wiring()
+            if wiring is not None and wiring.wired:
+                caps.add(Capability.CSI_PROXY)
         else:
             caps.add(Capability.PROVISIONING_FAILURES)
             if self.runs_csi:

@@ -62,6 +62,7 @@ class DriverPackage:
     storage_class: str
     workloads: tuple[Workload, ...]
     csidriver: Mapping[str, Any] = field(default_factory=dict)  # the CSIDriver object as the manifests hold it
+    objects: tuple[tuple[Path, Mapping[str, Any]], ...] = ()  # every object, with its file, in apply order
 
     @property
     def attach_required(self) -> bool:
@@ -186,4 +187,4 @@ def load_package(directory: Path | str, need_images: bool = True) -> DriverPacka
                     raise MissingImage(f"{w.ref} runs image {image}, which is in no archive of "
                                        f"{root / 'images'} (there is no registry: `docker save` it there)")
     return DriverPackage(root, tuple(manifests), archives, tuple(tags), profile, driver, classes[0], workloads,
-                         drivers[0])
+                         drivers[0], tuple(objects))

@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from pvchaos.clusters.backend import ClusterError, ClusterHandle
 from pvchaos.clusters import csi
+from pvchaos.clusters.backend import ClusterError, ClusterHandle
 from pvchaos.clusters.csi import DRIVER_NAME
 from pvchaos.clusters.local import cluster as cluster_module
-from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local import csi_registrar
+from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import CONTROLLER_LABEL, LocalClusterConfig
 from pvchaos.clusters.local.registry import ClusterState, sweep_orphans
 from pvchaos.clusters.topology import HOSTNAME_KEY, REGION_KEY, ZONE_KEY, Topology
