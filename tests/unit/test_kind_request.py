@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pvchaos.clusters import kind_csi
+from pvchaos.clusters import kind_csi, vendor_proxy
 from pvchaos.clusters.backend import Capability
 from pvchaos.clusters.kind import KindBackend, default_gates
 from pvchaos.clusters.request import CannotProvide, ClusterDefaults, ClusterRequest
@@ -22,8 +22,8 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vendor-driver"
 
 
-def defaults(vendor: bool) -> ClusterDefaults:
-    storage = VendorStorage(load_package(EXAMPLE, need_images=False)) if vendor else None
+def defaults(vendor: bool, package: Path = EXAMPLE) -> ClusterDefaults:
+    storage = VendorStorage(load_package(package, need_images=False)) if vendor else None
     return ClusterDefaults(Topology.parse("3", 1), default_gates(DEFAULT_K8S_VERSION), DEFAULT_K8S_VERSION, storage)
 
 
@@ -37,6 +37,21 @@ def test_a_vendor_cluster_attaches_as_its_csidriver_says_and_has_no_harness_cont
     assert kind_csi.VENDOR_ZONE_DIR in mounts and kind_csi.NODE_ZONE_DIR not in mounts
     own = KindBackend.for_request(ClusterRequest(), defaults(False), cluster="t")
     assert Capability.HARNESS_DRIVER in own.capabilities() and own.runs_csi
+
+
+def test_a_vendor_cluster_has_the_fault_proxy_where_its_sockets_can_be_rewired() -> None:
+    """Issue 36: csi-proxy where both sockets are flags; the controller proxy's directory
+    is mounted in every node (the controller may run on the control plane)."""
+    vendor = KindBackend.for_request(ClusterRequest(), defaults(True), cluster="t")
+    assert Capability.CSI_PROXY in vendor.capabilities()
+    for node in vendor.config()["nodes"]:
+        assert {"hostPath": str(vendor.directory / "csi"), "containerPath": vendor_proxy.CONTROLLER_DIR} in (
+            node.get("extraMounts") or []), node
+    local = KindBackend.for_request(ClusterRequest(), defaults(True, EXAMPLE.parent / "vendor-node-local"), cluster="t")
+    assert Capability.CSI_PROXY not in local.capabilities()
+    assert "per-node provisioning" in (local.proxy_wiring() or vendor_proxy.ProxyWiring((), (), ())).refusal
+    own = KindBackend.for_request(ClusterRequest(), defaults(False), cluster="t")
+    assert all(vendor_proxy.CONTROLLER_DIR not in json.dumps(n) for n in own.config()["nodes"])
 
 
 def test_a_shaped_request_keeps_the_vendor_package_and_refuses_what_only_pvchaos_csi_takes() -> None:
