@@ -54,6 +54,10 @@ class Capability(StrEnum):
     # the CSI fault proxy sits between the controller sidecars and the driver's controller
     # socket (pvchaos-csi proxy; chaos.csi_calls.csi_call_fault with where=None)
     CSI_PROXY = "csi-proxy"
+    # ...and that proxy fronts the vendor's driver of the run, not pvchaos-csi: a vendor
+    # package on kind whose sockets certify rewired (clusters/vendor_proxy.py), so a
+    # driver profile keeps csi-proxy (elsewhere a profile's driver has no proxy in front)
+    CSI_PROXY_VENDOR = "csi-proxy-vendor"
     # a node can join the running cluster and leave it (local: chaos.node_join)
     NODE_JOIN = "node-join"
 

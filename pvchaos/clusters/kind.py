@@ -755,6 +755,10 @@ class KindBackend:
             archives.append(archive)
             _log(f"CSI fault proxy in front of {package.driver_name}: "
                  + "; ".join([*wiring.node_sockets, *wiring.controller_sockets]))
+        else:
+            wiring = self.proxy_wiring()
+            if wiring is not None and not wiring.wired:
+                _log(f"no CSI fault proxy in front of {package.driver_name} (csi_faults skips): {wiring.refusal}")
         vendor_install.load_images(self.engine, self.cluster, archives)
         kubectl = self.kubectl()
         vendor_install.apply_manifests(kubectl, manifests)
@@ -905,7 +909,7 @@ class KindBackend:
                 caps.add(Capability.ATTACH)
             wiring = self.proxy_wiring()
             if wiring is not None and wiring.wired:
-                caps.add(Capability.CSI_PROXY)
+                caps |= {Capability.CSI_PROXY, Capability.CSI_PROXY_VENDOR}
         else:
             caps.add(Capability.PROVISIONING_FAILURES)
             if self.runs_csi:

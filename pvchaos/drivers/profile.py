@@ -444,7 +444,9 @@ def effective_capabilities(backend: Iterable[str], profile: DriverProfile) -> fr
     backend = frozenset(backend)
     driver = harness_capabilities(profile)
     driver_only = {Capability.BLOCK, Capability.RWX, Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL}
-    return (backend - DRIVER_GATED) | (backend & driver) | (driver & driver_only)
+    # the proxy fronts this very driver where the backend put it in front of a vendor's package
+    fronted = {Capability.CSI_PROXY} & backend if Capability.CSI_PROXY_VENDOR in backend else set()
+    return (backend - DRIVER_GATED) | (backend & driver) | (driver & driver_only) | fronted
 
 
 def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str, str] | None:
@@ -463,7 +465,9 @@ def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str,
     if need == HARNESS_DRIVER_ONLY:
         return word, "pvchaos-csi only: the test reads or writes that driver's control files"
     if need == HARNESS_STACK:
-        return word, "the backends put the CSI fault proxy in front of the harness's own driver only"
+        return word, ("the CSI fault proxy fronts pvchaos-csi's own stack, or a vendor's package on kind whose "
+                      "registrar and sidecars name their sockets in flags (docs/certify.md); the cluster's log "
+                      "says which socket could not be rewired")
     if need in profile.capabilities:
         return word, f"profile capability {need}={str(profile.capabilities[need]).lower()}"
     return word, f"profile capability {need} unset, read as false"

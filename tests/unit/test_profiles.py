@@ -246,3 +246,13 @@ def test_no_profile_driver_has_the_failure_knob() -> None:
     assert skip_reason(p, Capability.PROVISIONING_FAILURES) == (
         "driver csi.example.com: no provisioning-failures (only the harness's own provisioners fail on "
         "pvchaos.dev/fail-* class parameters)")
+
+
+def test_the_fault_proxy_counts_for_a_profile_driver_only_where_it_fronts_that_driver() -> None:
+    """Local's proxy fronts pvchaos-csi, not a profile's driver; kind's fronts a vendor's
+    package whose sockets it rewired (csi-proxy-vendor), and then csi_faults runs (issue 36)."""
+    p = parse_profile(profile(Capabilities={"topology": True}, TopologyKeys=["k"]))
+    assert Capability.CSI_PROXY not in effective_capabilities({Capability.CSI_PROXY}, p)
+    assert "fronts pvchaos-csi's own stack" in (skip_reason(p, Capability.CSI_PROXY) or "")
+    fronted = effective_capabilities({Capability.CSI_PROXY, Capability.CSI_PROXY_VENDOR}, p)
+    assert Capability.CSI_PROXY in fronted
