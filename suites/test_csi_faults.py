@@ -74,6 +74,9 @@ def test_controller_publish_error_then_attached_after_restore(ws: Workspace) -> 
     x.expect(any(c["code"] == "Internal" for c in calls(ws.cluster, rule=fault.touched[0])),
              "the proxy answered ControllerPublishVolume with the fault", ws=ws)
     if ws.cluster.has("real-kubelet"):  # a KWOK node runs the pod whatever the attach says
+        # explain reads the attach-detach controller's event on the pod, which follows the
+        # VolumeAttachment's error by a moment (seen: explained too early, nothing to read)
+        wait_for_event(ws.kube, ws.get("Pod", "app") or {}, "array port down", reason="FailedAttachVolume", timeout=60)
         x.explained_as(ws, "app", "ATTACH_FAILED")
     t0 = time.monotonic()
     fault.restore()
