@@ -1,4 +1,5 @@
-"""What a test did with the driver's volumes, read from the objects it left: how many of
+"""What a test did with the driver's volumes, read from its objects (before it deletes its
+claims or pods, and when it ends; the readings merged): how many of
 the driver's volumes it had provisioned, attached and published, with which access and
 volume modes, and whether the volumes were pinned by topology. A certification rests on
 this (issue 35: no pass without evidence): a test that never made one of the vendor's
@@ -44,6 +45,13 @@ class Evidence:
         words += [f"access-mode {m}" for m in sorted(self.access_modes)]
         words += [f"volume-mode {m}" for m in sorted(self.volume_modes)]
         return words
+
+    def merge(self, other: Evidence) -> Evidence:
+        """What two readings of one test show together: readings overlap (the same volume
+        seen twice), so counts take the larger, modes the union."""
+        return Evidence(max(self.provisioned, other.provisioned), max(self.attached, other.attached),
+                        max(self.published, other.published), self.access_modes | other.access_modes,
+                        self.volume_modes | other.volume_modes, max(self.pinned, other.pinned))
 
     def line(self) -> str:
         return f"provisioned {self.provisioned}, attached {self.attached}, published {self.published}"

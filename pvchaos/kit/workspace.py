@@ -13,7 +13,7 @@ object's undo, so nothing is deleted twice at teardown.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +27,9 @@ from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_gone
+
+# deleting these ends what a test did with the driver's volumes (Workspace.before_delete)
+VOLUME_USERS = frozenset({"PersistentVolumeClaim", "Pod", "StatefulSet"})
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,9 @@ class Workspace:
         self.cluster_scoped: list[tuple[str, str]] = []
         self.exempt_pods: set[str] = set()  # "ns/name" of pods that knowingly break invariants
         self._topology: DriverTopology | None = None  # the driver's, read on first use (topology())
+        # called with the kind before the test deletes its claims or pods: the plugin reads
+        # the driver's volumes there, since a test that deletes its own leaves no evidence
+        self.before_delete: list[Callable[[str], None]] = []
         self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
 
     @property
@@ -108,6 +114,15 @@ class Workspace:
 
     def delete(self, kind: str, name: str, wait: bool = True, timeout: float = 60) -> None:
         """Delete an object of this test (and drop its undo: teardown will not delete it again)."""
+        self._observe(kind)
+        self._delete(kind, name, wait, timeout)
+
+    def _observe(self, kind: str) -> None:
+        if kind in VOLUME_USERS:
+            for hook in self.before_delete:
+                hook(kind)
+
+    def _delete(self, kind: str, name: str, wait: bool, timeout: float) -> None:
         namespace = self._ns(kind)
         kinds.delete(self.kube, kind, name, namespace)
         self.cleanup.discard((kind, namespace, name))
@@ -119,8 +134,9 @@ class Workspace:
         """Delete many objects of one kind (a round of a round-based suite), `parallel` at a
         time, dropping each undo; with `wait`, return once all are gone."""
         listed = list(names)
+        self._observe(kind)
         with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="ws-delete") as pool:
-            list(pool.map(lambda n: self.delete(kind, n, wait=False), listed))
+            list(pool.map(lambda n: self._delete(kind, n, False, timeout), listed))
         if wait:
             for n in listed:
                 wait_gone(self.kube, kind, n, self._ns(kind), timeout)

@@ -9,6 +9,7 @@ would skip never costs a fresh cluster.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -199,30 +200,48 @@ def ws(request: pytest.FixtureRequest, kube: Kube, cluster: ClusterHandle, drive
     if failed is not None:
         request.node.stash[CANARY_KEY] = failed  # the test body is replaced by this verdict
     workspace: Workspace | None = None
+    readings = EvidenceReadings()
     try:
         workspace = Workspace(kube, cluster, request.node.name, cleanup, driver)
+        workspace.before_delete.append(functools.partial(readings.read, workspace))
         request.node.stash[WORKSPACE_KEY] = workspace
         yield workspace
     finally:
         if workspace is not None:
-            _record_evidence(request.node, workspace)
+            _record_evidence(request.node, workspace, readings)
         cleanup.run()
     if before is not None:
         leaks.assert_restored(kube, cluster, before)
 
 
-def _record_evidence(item: pytest.Item, ws: Workspace) -> None:
-    """What the test did with the driver's volumes, read before its objects are deleted,
-    as Allure labels a certification counts (pvchaos/conformance/volume_evidence.py); the
-    test's `exercises(...)` words join them. Never fails the test: evidence is a reading."""
-    try:
-        found = volume_evidence.evidence(
-            ws.driver.name, ws.list("PersistentVolumeClaim"), kinds.list_objects(ws.kube, "PersistentVolume")[0],
-            kinds.list_objects(ws.kube, "VolumeAttachment")[0], ws.list("Pod"),
-            ws.cluster.has(Capability.REAL_KUBELET))
-    except Exception as exc:  # noqa: BLE001 - a reading that failed is said, not raised
-        allure.dynamic.label(EVIDENCE_LABEL, f"not read: {type(exc).__name__}: {exc}")
+@dataclass
+class EvidenceReadings:
+    """The readings of one test's driver volumes; a failed read is kept for the label, never
+    raised (evidence is a reading, not a check)."""
+
+    taken: list[volume_evidence.Evidence] = field(default_factory=list)
+    error: str = ""
+
+    def read(self, ws: Workspace, _kind: str = "") -> None:
+        try:
+            self.taken.append(volume_evidence.evidence(
+                ws.driver.name, ws.list("PersistentVolumeClaim"), kinds.list_objects(ws.kube, "PersistentVolume")[0],
+                kinds.list_objects(ws.kube, "VolumeAttachment")[0], ws.list("Pod"),
+                ws.cluster.has(Capability.REAL_KUBELET)))
+        except Exception as exc:  # noqa: BLE001 - a reading that failed is said, not raised
+            self.error = f"not read: {type(exc).__name__}: {exc}"
+
+
+def _record_evidence(item: pytest.Item, ws: Workspace, readings: EvidenceReadings) -> None:
+    """What the test did with the driver's volumes: the readings taken before it deleted its
+    claims or pods, and one now, before teardown deletes the rest; as Allure labels a
+    certification counts (pvchaos/conformance/volume_evidence.py). The test's
+    `exercises(...)` words join them."""
+    readings.read(ws)
+    if not readings.taken:
+        allure.dynamic.label(EVIDENCE_LABEL, readings.error or "not read")
         return
+    found = functools.reduce(volume_evidence.Evidence.merge, readings.taken)
     allure.dynamic.label(EVIDENCE_LABEL, found.line())
     declared = [w for mark in item.iter_markers("exercises") for w in mark.args]
     for word in dict.fromkeys([*found.exercised(), *(declared if found.provisioned else [])]):

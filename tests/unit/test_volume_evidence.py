@@ -52,3 +52,16 @@ def test_fs_group_follows_the_policy_as_the_kubelet_applies_it() -> None:
     assert not fs_group_applies("ReadWriteOnceWithFSType", ["ReadWriteOnce"], "")
     assert not fs_group_applies("ReadWriteOnceWithFSType", ["ReadWriteOnce", "ReadOnlyMany"], "ext4")
     assert fs_group_applies("ReadWriteOnceWithFSType", ["ReadWriteOncePod"], "xfs")
+
+
+def test_readings_of_one_test_merge_without_counting_a_volume_twice() -> None:
+    """A test that deletes its own claims is read before the delete and at its end
+    (Workspace.before_delete); the two readings overlap, so counts take the larger."""
+    from pvchaos.conformance.volume_evidence import Evidence
+
+    before = Evidence(provisioned=3, attached=3, published=2, access_modes=frozenset({"ReadWriteOnce"}), pinned=3)
+    after = Evidence(provisioned=1, access_modes=frozenset({"ReadWriteOncePod"}), volume_modes=frozenset({"Block"}))
+    both = before.merge(after)
+    assert (both.provisioned, both.attached, both.published, both.pinned) == (3, 3, 2, 3)
+    assert both.access_modes == {"ReadWriteOnce", "ReadWriteOncePod"} and both.volume_modes == {"Block"}
+    assert Evidence().merge(Evidence()).exercised() == []
