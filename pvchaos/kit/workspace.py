@@ -29,7 +29,7 @@ from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_gone
 
 # deleting these ends what a test did with the driver's volumes (Workspace.before_delete)
-VOLUME_USERS = frozenset({"PersistentVolumeClaim", "Pod", "StatefulSet"})
+_VOLUME_USERS = frozenset({"PersistentVolumeClaim", "Pod", "StatefulSet"})
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class Workspace:
         self._delete(kind, name, wait, timeout)
 
     def _observe(self, kind: str) -> None:
-        if kind in VOLUME_USERS:
+        if kind in _VOLUME_USERS:
             for hook in self.before_delete:
                 hook(kind)
 
