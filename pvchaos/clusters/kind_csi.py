@@ -117,10 +117,12 @@ def node_unit(spec: NodeSpec, options: csi.CsiOptions) -> str:
         "[Install]\nWantedBy=multi-user.target\n")
 
 
-def proxy_unit() -> str:
-    """The node's CSI fault proxy: the kubelet's side of the node plugin."""
+def proxy_unit(options: csi.CsiOptions | None = None) -> str:
+    """The node's CSI fault proxy: the kubelet's side of the node plugin. Without
+    `proxy_rules` (the csi-proxy-inert breakage) it forwards everything and reads no rules."""
+    rules = [f"--rules={NODE_PROXY_RULES}"] if options is None or options.proxy_rules else []
     argv = [NODE_BINARY, "proxy", f"--listen=unix://{KUBELET_SOCKET}", f"--target=unix://{PLUGIN_SOCKET}",
-            f"--rules={NODE_PROXY_RULES}", f"--log={NODE_PROXY_LOG}"]
+            *rules, f"--log={NODE_PROXY_LOG}"]
     return (
         "[Unit]\n"
         f"Description=pvchaos-csi fault proxy in front of the node plugin ({csi.DRIVER_NAME})\n"
@@ -171,7 +173,7 @@ def install_node_plugin(engine: Engine, container: str, spec: NodeSpec, binary: 
     with tempfile.TemporaryDirectory(prefix="pvchaos-csi-unit-") as tmp:
         unit, proxy = Path(tmp) / UNIT, Path(tmp) / PROXY_UNIT
         unit.write_text(node_unit(spec, options))
-        proxy.write_text(proxy_unit())
+        proxy.write_text(proxy_unit(options))
         _run(engine, container, "cp", str(binary), f"{container}:{NODE_BINARY}")
         _run(engine, container, "cp", str(unit), f"{container}:{UNIT_PATH}")
         _run(engine, container, "cp", str(proxy), f"{container}:/etc/systemd/system/{PROXY_UNIT}")

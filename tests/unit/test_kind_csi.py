@@ -32,6 +32,8 @@ def test_the_kubelet_dials_the_fault_proxy_which_forwards_to_the_plugin() -> Non
     assert argv[:2] == ["/usr/local/bin/pvchaos-csi", "proxy"]
     assert f"--listen=unix://{kind_csi.KUBELET_SOCKET}" in argv and f"--target=unix://{kind_csi.PLUGIN_SOCKET}" in argv
     assert f"--rules={kind_csi.NODE_PROXY_RULES}" in argv and "Restart=always" in unit
+    inert = kind_csi.proxy_unit(CsiOptions(proxy_rules=False))  # the csi-proxy-inert breakage
+    assert "--rules=" not in inert and f"--log={kind_csi.NODE_PROXY_LOG}" in inert
 
 
 def test_zonal_data_lives_under_the_clusters_directory_and_mounts_per_zone() -> None:
