@@ -110,8 +110,8 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if compare_runs.regressions(changes) else 0
 
 
-SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix", "versions")  # tests/conftest.py assigns them
-ON_REQUEST_TIERS = ("matrix", "versions")  # too long for every run: only `--tier matrix|versions` runs them
+SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix", "long", "versions")  # tests/conftest.py
+ON_REQUEST_TIERS = ("matrix", "long", "versions")  # too long for every run: only `--tier <name>` (and nightly) runs them
 
 
 def _selftest(args: argparse.Namespace) -> int:

@@ -12,6 +12,8 @@ runs in seconds and CI can run the expensive tiers apart:
   (selfcheck/breakage_table.py), and the volume-limit invariant against a scheduler
   without NodeVolumeLimits; about 15 minutes, so `selftest` runs it only when asked
   (`--tier matrix`), not with the other tiers;
+- `long`: regression loops that take minutes and belong to the nightly workflow, not to
+  every CI run (the 50-claim reschedule loop, about 4.5 minutes; `--tier long`);
 - `versions`: the other served minors built, their source checked against the message
   table, and the suites run on all four (`--tier versions`, on request: about 45 minutes
   cold, 20 warm).
@@ -37,6 +39,7 @@ TIERS: tuple[tuple[str, str], ...] = (
     ("cluster/", "cluster"),
     ("selfcheck/test_breakage_matrix", "matrix"),
     ("selfcheck/test_invariant_detection", "matrix"),
+    ("selfcheck/test_reschedule_loop", "long"),
     ("selfcheck/", "selfcheck"),
     ("kind/", "kind"),
     ("versions/", "versions"),

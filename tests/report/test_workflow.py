@@ -125,3 +125,17 @@ def test_binary_cache_keys_cover_every_built_source() -> None:
     assert all(f"'{rel(src)}/**'" in keys["~/.cache/pvchaos"] for src in (CSI_DRIVER_SRC, PROVISIONER_SRC)), keys
     assert all(f"'{rel(src)}/go.sum'" in keys["~/go/pkg/mod"] for src in (CSI_DRIVER_SRC, PROVISIONER_SRC)), keys
     assert all(f"'{module}'" in key for module in pinned for key in keys.values()), keys
+
+
+def test_nightly_certifies_every_example_package_and_runs_the_on_request_tiers() -> None:
+    """Issue 35: the full certify of each example package runs nightly (CI runs short
+    suite lists); the tiers selftest leaves out run there too."""
+    from pvchaos.cli import ON_REQUEST_TIERS
+
+    jobs = _workflow()["jobs"]
+    packages = {p.name for p in (ROOT / "examples").iterdir() if (p / "02-csidriver.yaml").exists()}
+    expected = {row["package"]: row["expect"] for row in jobs["certify"]["strategy"]["matrix"]["include"]}
+    assert set(expected) == packages, f"nightly certifies {sorted(expected)}, examples/ has {sorted(packages)}"
+    assert {p for p, code in expected.items() if code == 0} == {"vendor-driver", "vendor-node-local"}
+    assert '--driver-dir "examples/$PACKAGE"' in _runs(jobs["certify"])
+    assert set(jobs["long-selftests"]["strategy"]["matrix"]["tier"]) == set(ON_REQUEST_TIERS) - {"versions"}
