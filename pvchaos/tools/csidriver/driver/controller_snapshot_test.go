@@ -235,6 +235,11 @@ func TestNodeLocalCopiesStayOnTheirNode(t *testing.T) {
 	f.cfg.NodeDataRoot = f.cfg.DataRoot // `pvchaos-csi all`: the node's directories are ours
 	f.restart()
 	ctx := context.Background()
+	// Before any node directory exists: an unconstrained zonal volume, cloned and restored.
+	free := f.create(createReq("free", Mi, nil, nil))
+	f.create(fromVolume(createReq("free-clone", Mi, nil, nil), free.GetVolumeId()))
+	f.create(fromSnapshot(createReq("free-restored", Mi, nil, nil), f.snapshot("free-snap", free.GetVolumeId()).GetSnapshotId()))
+
 	src := f.create(createReq("src", 8*Mi, nodeLocal, seg("z1", "n1"), seg("z1", "n2")))
 	writeData(t, filepath.Join(f.cfg.DataRoot, "local", src.GetVolumeId()), "local")
 	snap := f.snapshot("snap", src.GetVolumeId())

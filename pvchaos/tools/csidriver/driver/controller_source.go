@@ -9,6 +9,7 @@ package driver
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -96,6 +97,9 @@ func (c *Controller) fill(v *Volume, o origin) error {
 		return fmt.Errorf("%v has bytes but the new volume's directory is unknown: %v", o, err)
 	}
 	if err := os.Remove(dst); err != nil && !os.IsNotExist(err) { // CreateVolume's empty directory
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil { // no node has staged a volume yet
 		return err
 	}
 	return CopyTree(o.dir, dst)
