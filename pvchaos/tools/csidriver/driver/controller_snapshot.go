@@ -158,12 +158,9 @@ func (c *Controller) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRe
 		return (req.GetSnapshotId() != "" && id != req.GetSnapshotId()) ||
 			(req.GetSourceVolumeId() != "" && s.SourceVolumeID != req.GetSourceVolumeId())
 	})
-	ids, next, err := Page(sortedKeys(matching), req.GetStartingToken(), req.GetMaxEntries())
-	if errors.Is(err, ErrBadToken) {
-		return nil, status.Error(codes.Aborted, err.Error())
-	}
+	ids, next, err := pageStatus(sortedKeys(matching), req.GetStartingToken(), req.GetMaxEntries())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, err
 	}
 	out := &csi.ListSnapshotsResponse{NextToken: next}
 	for _, id := range ids {
