@@ -29,17 +29,19 @@ import (
 var ErrUnreachable = errors.New("bytes not reachable from this controller")
 
 // dataDir is where the volume's bytes are, as this controller sees them: "" (and no
-// error) without --data-root, where no volume has bytes (KWOK backend).
+// error) without --data-root, where no volume has bytes (KWOK backend). In `all` mode the
+// node's directory is the one pods write to (its zone/ is no bind mount of the zone's
+// directory there, as it is on kind), so it comes first.
 func (c *Controller) dataDir(v *Volume) (string, error) {
 	switch {
 	case c.cfg.DataRoot == "":
 		return "", nil
-	case v.Dir != "":
-		return v.Dir, nil
 	case c.cfg.NodeDataRoot != "" && v.Mode == ModeNode:
 		return filepath.Join(c.cfg.NodeDataRoot, "local", v.ID), nil
 	case c.cfg.NodeDataRoot != "":
 		return filepath.Join(c.cfg.NodeDataRoot, "zone", v.ID), nil
+	case v.Dir != "":
+		return v.Dir, nil
 	}
 	return "", fmt.Errorf("%w: volume %s is %s=%s in zone %q on node %q, so its directory is on a node, which only `pvchaos-csi all` shares",
 		ErrUnreachable, v.ID, ParamTopology, v.Mode, v.Zone, v.Node)

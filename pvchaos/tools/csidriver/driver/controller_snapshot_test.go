@@ -239,6 +239,11 @@ func TestNodeLocalCopiesStayOnTheirNode(t *testing.T) {
 	free := f.create(createReq("free", Mi, nil, nil))
 	f.create(fromVolume(createReq("free-clone", Mi, nil, nil), free.GetVolumeId()))
 	f.create(fromSnapshot(createReq("free-restored", Mi, nil, nil), f.snapshot("free-snap", free.GetVolumeId()).GetSnapshotId()))
+	// A zonal volume's bytes are where the node service writes them, not the zone's directory.
+	zonal := f.create(createReq("zonal", Mi, nil, seg("z1", "n1")))
+	writeData(t, filepath.Join(f.cfg.DataRoot, "zone", zonal.GetVolumeId()), "zonal")
+	copied := f.create(fromSnapshot(createReq("zonal-restored", Mi, nil, seg("z1", "n1")), f.snapshot("zonal-snap", zonal.GetVolumeId()).GetSnapshotId()))
+	checkData(t, filepath.Join(f.cfg.DataRoot, "zone", copied.GetVolumeId()), "zonal")
 
 	src := f.create(createReq("src", 8*Mi, nodeLocal, seg("z1", "n1"), seg("z1", "n2")))
 	writeData(t, filepath.Join(f.cfg.DataRoot, "local", src.GetVolumeId()), "local")
