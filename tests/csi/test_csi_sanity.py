@@ -1,9 +1,10 @@
 """pvchaos-csi, our own CSI driver (tools/csidriver): its Go tests, and csi-sanity run
 against `pvchaos-csi all` (controller and node on one endpoint) with real bind mounts in
 a temp directory, for mount and block access, its snapshot and clone tests included (they
-run because the driver advertises CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS and CLONE_VOLUME). Needs Go, the module proxy and root (bind
-mounts), hence the binaries tier. Afterwards nothing of it may remain: no process, no
-socket, no mount under the temp directory."""
+run because the driver advertises CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS and
+CLONE_VOLUME). Needs Go, the module proxy and root (bind mounts), hence the binaries tier.
+Afterwards nothing of it may remain: no process, no socket, no mount under the temp
+directory."""
 
 from __future__ import annotations
 
