@@ -68,10 +68,11 @@ class SidecarBinaries:
     attacher_version: str = ATTACHER.version
 
 
-def _module_dir(sidecar: Sidecar, log: Path) -> Path:
-    """The module's extracted directory in the module cache (downloaded if needed)."""
+def module_dir(module: str, version: str, log: Path, what: str) -> Path:
+    """A module's extracted directory in the module cache (downloaded if needed); `what`
+    names it in the error."""
     go = _require_go()
-    proc = subprocess.run([go, "mod", "download", "-json", f"{sidecar.module}@{sidecar.version}"],
+    proc = subprocess.run([go, "mod", "download", "-json", f"{module}@{version}"],
                           cwd=tempfile.gettempdir(), env=_go_env(), capture_output=True, text=True, check=False)
     with log.open("a") as out:
         out.write(proc.stdout + proc.stderr)
@@ -81,19 +82,24 @@ def _module_dir(sidecar: Sidecar, log: Path) -> Path:
         info = {}
     if proc.returncode != 0 or "Dir" not in info:
         detail = info.get("Error") or proc.stderr.strip() or "no answer"
-        raise BuildError(f"{sidecar.name} {sidecar.version}: go mod download failed: "
+        raise BuildError(f"{what} {version}: go mod download failed: "
                          f"{detail.splitlines()[0]} (log: {log})")
     return Path(info["Dir"])
 
 
-def writable_source(sidecar: Sidecar, work: Path) -> Path:
-    """The sidecar's module copied to `work`, where it builds as the main module (its
-    replaces apply). The module cache is read-only; the copy must be writable for go to
+def copy_writable(source: Path, work: Path) -> Path:
+    """`source` (read-only, in the module cache) copied to `work`, writable for go to
     update go.sum."""
-    shutil.copytree(_module_dir(sidecar, sidecar.log), work, ignore=shutil.ignore_patterns(".git"))
+    shutil.copytree(source, work, ignore=shutil.ignore_patterns(".git"))
     for path in [work, *work.rglob("*")]:
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
     return work
+
+
+def writable_source(sidecar: Sidecar, work: Path) -> Path:
+    """The sidecar's module copied to `work`, where it builds as the main module (its
+    replaces apply)."""
+    return copy_writable(module_dir(sidecar.module, sidecar.version, sidecar.log, sidecar.name), work)
 
 
 def build_sidecar(sidecar: Sidecar) -> Path:

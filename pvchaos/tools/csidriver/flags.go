@@ -32,6 +32,7 @@ type options struct {
 	topologyLabels  []string
 	faultNever      bool
 	faultAttachMax  int
+	snapshots       bool
 }
 
 func (o options) controller() bool { return o.mode == "controller" || o.mode == "all" }
@@ -48,6 +49,8 @@ func parseFlags(mode string, args []string) (options, error) {
 	if o.controller() {
 		fs.StringVar(&o.stateFile, "state-file", "", "JSON state: volumes, attachments")
 		fs.StringVar(&o.controlDir, "control-dir", "", "dir with capacity.json, read on every call")
+		fs.BoolVar(&o.snapshots, "snapshots", true,
+			"advertise and serve snapshots and clones (false: a driver without them, e.g. a package whose certification has no snapshot suite to run yet)")
 		fs.BoolVar(&o.faultMisplace, "fault-misplace", false,
 			"self-verification only: a driver bug on purpose, placing each zonal volume in an allowed zone other than the selected node's")
 		fs.BoolVar(&o.faultNever, "fault-never-attach", false,

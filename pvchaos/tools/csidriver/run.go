@@ -54,7 +54,8 @@ func run(o options) int {
 	csi.RegisterIdentityServer(csiServer, &driver.Identity{Name: o.driverName, Controller: o.controller()})
 	if o.controller() {
 		cfg := driver.ControllerConfig{StateFile: o.stateFile, DataRoot: o.dataRoot, ControlDir: o.controlDir,
-			FaultMisplace: o.faultMisplace, NodeKey: o.nodeKey, FaultNeverAttach: o.faultNever, FaultAttachLimit: o.faultAttachMax}
+			FaultMisplace: o.faultMisplace, NodeKey: o.nodeKey, FaultNeverAttach: o.faultNever, FaultAttachLimit: o.faultAttachMax,
+			NoSnapshots: !o.snapshots}
 		if o.mode == "all" {
 			cfg.Nodes = []driver.KnownNode{{ID: o.nodeID, Hostname: o.hostname, Zone: o.zone, MaxVolumes: o.maxVolumes}}
 			cfg.NodeDataRoot = o.dataRoot

@@ -91,8 +91,11 @@ func TestFlagsUnionAndRequired(t *testing.T) {
 		t.Error("controller takes no --node-id")
 	}
 	o, err := parseFlags("all", []string{"--endpoint", "unix:///x.sock", "--state-file", "s", "--node-id", "n1", "--control-dir", "c"})
-	if err != nil || o.hostname != "n1" || !filepath.IsAbs(o.stateFile) {
+	if err != nil || o.hostname != "n1" || !filepath.IsAbs(o.stateFile) || !o.snapshots {
 		t.Errorf("all: %+v %v", o, err)
+	}
+	if o, err := parseFlags("controller", []string{"--endpoint", "unix:///x.sock", "--state-file", "s", "--snapshots=false"}); err != nil || o.snapshots {
+		t.Errorf("--snapshots=false: %+v %v", o, err)
 	}
 	o, err = parseFlags("node", []string{"--endpoint", "unix:///p/driver.sock", "--node-id", "n1",
 		"--kubelet-endpoint", "unix:///p/csi.sock"})

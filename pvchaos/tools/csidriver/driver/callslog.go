@@ -138,6 +138,17 @@ func requestSummary(req any) map[string]any {
 	if r, ok := req.(interface{ GetVolumeId() string }); ok {
 		str("volume_id", r.GetVolumeId())
 	}
+	if r, ok := req.(interface{ GetSourceVolumeId() string }); ok {
+		str("source_volume_id", r.GetSourceVolumeId())
+	}
+	if r, ok := req.(interface{ GetSnapshotId() string }); ok {
+		str("snapshot_id", r.GetSnapshotId())
+	}
+	if r, ok := req.(interface {
+		GetVolumeContentSource() *csi.VolumeContentSource
+	}); ok && r.GetVolumeContentSource() != nil {
+		m["volume_content_source"] = contentSourceSummary(r.GetVolumeContentSource())
+	}
 	if r, ok := req.(interface{ GetNodeId() string }); ok {
 		str("node_id", r.GetNodeId())
 	}
@@ -197,6 +208,10 @@ func requestSummary(req any) map[string]any {
 	return m
 }
 
+func contentSourceSummary(src *csi.VolumeContentSource) map[string]string {
+	return map[string]string{"snapshot_id": src.GetSnapshot().GetSnapshotId(), "volume_id": src.GetVolume().GetVolumeId()}
+}
+
 // responseSummary: the volume, its topology, capacity and publish context, node info.
 func responseSummary(resp any) map[string]any {
 	m := map[string]any{}
@@ -206,6 +221,18 @@ func responseSummary(resp any) map[string]any {
 		m["capacity_bytes"] = r.GetVolume().GetCapacityBytes()
 		m["accessible_topology"] = topologyList(r.GetVolume().GetAccessibleTopology())
 		m["volume_context"] = r.GetVolume().GetVolumeContext()
+		if src := r.GetVolume().GetContentSource(); src != nil {
+			m["content_source"] = contentSourceSummary(src)
+		}
+	case *csi.CreateSnapshotResponse:
+		m["snapshot_id"] = r.GetSnapshot().GetSnapshotId()
+		m["size_bytes"] = r.GetSnapshot().GetSizeBytes()
+		m["ready_to_use"] = r.GetSnapshot().GetReadyToUse()
+	case *csi.ListSnapshotsResponse:
+		m["entries"] = len(r.GetEntries())
+		if r.GetNextToken() != "" {
+			m["next_token"] = r.GetNextToken()
+		}
 	case *csi.ControllerPublishVolumeResponse:
 		m["publish_context"] = r.GetPublishContext()
 	case *csi.GetCapacityResponse:

@@ -47,6 +47,10 @@ type ControllerConfig struct {
 	// this many with RESOURCE_EXHAUSTED, whatever the node service reports as
 	// max_volumes_per_node (examples/vendor-unenforced-limit).
 	FaultAttachLimit int
+	// NoSnapshots: neither advertise nor serve snapshots and clones (--snapshots=false), as
+	// a driver without them: the snapshot RPCs are UNIMPLEMENTED, a content source is
+	// INVALID_ARGUMENT (the spec's "Source ... not supported").
+	NoSnapshots bool
 }
 
 // Controller implements csi.ControllerServer.
@@ -71,7 +75,7 @@ func NewController(cfg ControllerConfig, log *Logger) (*Controller, error) {
 			st.NodeZones[n.Hostname] = n.Zone
 		}
 	}
-	log.Eventf("controller: %d volumes loaded from %s", len(st.Volumes), cfg.StateFile)
+	log.Eventf("controller: %d volumes, %d snapshots loaded from %s", len(st.Volumes), len(st.Snapshots), cfg.StateFile)
 	return &Controller{cfg: cfg, st: st, log: log, exit: os.Exit, sleep: sleepCtx}, nil
 }
 
@@ -110,13 +114,25 @@ var controllerCaps = []csi.ControllerServiceCapability_RPC_Type{
 	csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
 	csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES,
 	csi.ControllerServiceCapability_RPC_GET_CAPACITY,
+	csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
+	csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+	csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
 }
 
-// ControllerGetCapabilities advertises what this file's siblings implement; no snapshots,
-// no clones, no expansion.
+var snapshotCaps = map[csi.ControllerServiceCapability_RPC_Type]bool{
+	csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT: true,
+	csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS:         true,
+	csi.ControllerServiceCapability_RPC_CLONE_VOLUME:           true,
+}
+
+// ControllerGetCapabilities advertises what this file's siblings implement: snapshots and
+// clones (controller_snapshot.go, controller_source.go), no GetSnapshot, no expansion.
 func (c *Controller) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	out := &csi.ControllerGetCapabilitiesResponse{}
 	for _, t := range controllerCaps {
+		if c.cfg.NoSnapshots && snapshotCaps[t] {
+			continue
+		}
 		out.Capabilities = append(out.Capabilities, &csi.ControllerServiceCapability{
 			Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}},
 		})

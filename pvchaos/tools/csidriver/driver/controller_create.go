@@ -39,7 +39,7 @@ func toTopology(segs []Segment, nodeKey string) []*csi.Topology {
 }
 
 // CreateVolume validates the request, applies the knob, checks the zone's capacity and
-// records the volume. Idempotent by name.
+// records the volume, with its content source's bytes when it has one. Idempotent by name.
 func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	name := req.GetName()
 	if name == "" {
@@ -52,9 +52,6 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if why := CheckCapabilities(req.GetVolumeCapabilities(), params.Mode); why != "" {
 		return nil, status.Errorf(codes.InvalidArgument, "volume %q: %s", name, why)
 	}
-	if req.GetVolumeContentSource() != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "volume %q: volume_content_source is not supported (no snapshots, no clones)", name)
-	}
 	required, limit := req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes()
 	size, err := VolumeSize(required, limit)
 	if err != nil {
@@ -62,15 +59,22 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	}
 	requisite := segments(req.GetAccessibilityRequirements().GetRequisite(), c.cfg.NodeKey)
 	preferred := segments(req.GetAccessibilityRequirements().GetPreferred(), c.cfg.NodeKey)
-	place, err := ChoosePlacement(params.Mode, requisite, preferred)
-	if c.cfg.FaultMisplace && err == nil {
-		place = Misplace(params.Mode, place, requisite)
+	source := req.GetVolumeContentSource()
+	if source != nil && c.cfg.NoSnapshots {
+		return nil, status.Errorf(codes.InvalidArgument, "volume %q: volume_content_source is not supported (--snapshots=false: no snapshots, no clones)", name)
 	}
-	if errors.Is(err, ErrUnsatisfiable) {
-		return nil, status.Errorf(codes.ResourceExhausted, "volume %q: %v", name, err)
-	}
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "volume %q: %v", name, err)
+	var place Placement
+	if source == nil { // a copy's placement is its source's (controller_source.go)
+		place, err = ChoosePlacement(params.Mode, requisite, preferred)
+		if c.cfg.FaultMisplace && err == nil {
+			place = Misplace(params.Mode, place, requisite)
+		}
+		if errors.Is(err, ErrUnsatisfiable) {
+			return nil, status.Errorf(codes.ResourceExhausted, "volume %q: %v", name, err)
+		}
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "volume %q: %v", name, err)
+		}
 	}
 
 	c.mu.Lock()
@@ -81,15 +85,22 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		}
 	}()
 	c.learnZones(append(requisite, preferred...))
-	if place.Zone == "" && place.Node != "" {
-		place.Zone = c.st.NodeZones[place.Node]
-	}
 
 	if v := c.st.ByName(name); v != nil {
-		if why := incompatible(v, params, required, limit, requisite); why != "" {
+		if why := incompatible(v, params, required, limit, requisite, source); why != "" {
 			return nil, status.Errorf(codes.AlreadyExists, "volume %q exists as %s and is incompatible: %s", name, v.ID, why)
 		}
 		return &csi.CreateVolumeResponse{Volume: c.csiVolume(v)}, nil
+	}
+	var from origin
+	if source != nil {
+		if from, size, err = c.resolveSource(name, source, params, required, limit, requisite); err != nil {
+			return nil, err
+		}
+		place = from.place
+	}
+	if place.Zone == "" && place.Node != "" {
+		place.Zone = c.st.NodeZones[place.Node]
 	}
 
 	if plan := params.Plan; plan != nil {
@@ -117,7 +128,7 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	v := &Volume{
 		ID: newVolumeID(), Name: name, CapacityBytes: size, Mode: params.Mode, Zone: place.Zone, Node: place.Node,
 		Parameters: params.Stored, AccessModes: accessModeNames(req.GetVolumeCapabilities()),
-		Created: time.Now().UTC().Truncate(time.Millisecond),
+		Created: time.Now().UTC().Truncate(time.Millisecond), SourceSnapshot: from.snapshot, SourceVolume: from.volume,
 	}
 	if c.cfg.DataRoot != "" && v.Mode == ModeZone && v.Zone != "" {
 		// The kind backend mounts <data-root>/zones/<zone> into every node of the zone as
@@ -128,15 +139,20 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		}
 		_ = os.Chmod(v.Dir, 0o777) // pods of any uid write into it; umask must not decide
 	}
+	if source != nil {
+		if err := c.fill(v, from); err != nil {
+			c.removeData(v)
+			return nil, status.Errorf(codes.Internal, "volume %q from %v: %v", name, from, err)
+		}
+	}
 	c.st.Volumes[v.ID] = v
 	if err := c.save(); err != nil {
 		delete(c.st.Volumes, v.ID)
-		if v.Dir != "" {
-			_ = os.RemoveAll(v.Dir)
-		}
+		c.removeData(v)
 		return nil, status.Errorf(codes.Internal, "volume %q: %v", name, err)
 	}
-	c.log.Eventf("created volume %s name=%q mode=%s zone=%q node=%q bytes=%d", v.ID, name, v.Mode, v.Zone, v.Node, size)
+	c.log.Eventf("created volume %s name=%q mode=%s zone=%q node=%q bytes=%d content_source=%q",
+		v.ID, name, v.Mode, v.Zone, v.Node, size, v.SourceSnapshot+v.SourceVolume)
 	return &csi.CreateVolumeResponse{Volume: c.csiVolume(v)}, nil
 }
 
@@ -191,8 +207,12 @@ func (c *Controller) learnZones(segs []Segment) {
 
 // incompatible says why an existing volume cannot answer a repeated CreateVolume ("" when
 // it can): the spec wants ALREADY_EXISTS rather than a volume the caller did not ask for.
-func incompatible(v *Volume, p Params, required, limit int64, requisite []Segment) string {
+func incompatible(v *Volume, p Params, required, limit int64, requisite []Segment, source *csi.VolumeContentSource) string {
 	var why []string
+	if snap, vol := source.GetSnapshot().GetSnapshotId(), source.GetVolume().GetVolumeId(); v.SourceSnapshot != snap || v.SourceVolume != vol {
+		why = append(why, fmt.Sprintf("content source snapshot %q volume %q, requested snapshot %q volume %q",
+			v.SourceSnapshot, v.SourceVolume, snap, vol))
+	}
 	if v.Mode != p.Mode {
 		why = append(why, fmt.Sprintf("mode %s, requested %s", v.Mode, p.Mode))
 	}
@@ -218,7 +238,7 @@ func (c *Controller) csiVolume(v *Volume) *csi.Volume {
 		vctx[CtxNode] = v.Node
 	}
 	return &csi.Volume{
-		VolumeId: v.ID, CapacityBytes: v.CapacityBytes, VolumeContext: vctx,
+		VolumeId: v.ID, CapacityBytes: v.CapacityBytes, VolumeContext: vctx, ContentSource: contentSource(v),
 		AccessibleTopology: toTopology(v.Placement().AccessibleTopology(v.Mode), c.cfg.NodeKey),
 	}
 }
@@ -258,18 +278,23 @@ func (c *Controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 		}
 		return nil, status.Errorf(codes.Internal, "volume %s: %v", id, err)
 	}
+	c.removeData(v)
+	c.log.Eventf("deleted volume %s name=%q", id, v.Name)
+	return &csi.DeleteVolumeResponse{}, nil
+}
+
+// removeData removes the volume's directories this controller can reach.
+func (c *Controller) removeData(v *Volume) {
 	dirs := []string{v.Dir}
 	if c.cfg.NodeDataRoot != "" {
-		dirs = append(dirs, filepath.Join(c.cfg.NodeDataRoot, "zone", id), filepath.Join(c.cfg.NodeDataRoot, "local", id))
+		dirs = append(dirs, filepath.Join(c.cfg.NodeDataRoot, "zone", v.ID), filepath.Join(c.cfg.NodeDataRoot, "local", v.ID))
 	}
 	for _, dir := range dirs {
 		if dir == "" {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
-			c.log.Eventf("volume %s deleted, but its directory %s stays: %v", id, dir, err)
+			c.log.Eventf("volume %s: its directory %s stays: %v", v.ID, dir, err)
 		}
 	}
-	c.log.Eventf("deleted volume %s name=%q", id, v.Name)
-	return &csi.DeleteVolumeResponse{}, nil
 }

@@ -17,12 +17,9 @@ import (
 func (c *Controller) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ids, next, err := Page(c.st.SortedIDs(), req.GetStartingToken(), req.GetMaxEntries())
-	if errors.Is(err, ErrBadToken) {
-		return nil, status.Error(codes.Aborted, err.Error())
-	}
+	ids, next, err := pageStatus(c.st.SortedIDs(), req.GetStartingToken(), req.GetMaxEntries())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, err
 	}
 	out := &csi.ListVolumesResponse{NextToken: next}
 	for _, id := range ids {
@@ -33,6 +30,20 @@ func (c *Controller) ListVolumes(ctx context.Context, req *csi.ListVolumesReques
 		})
 	}
 	return out, nil
+}
+
+// pageStatus is Page with its errors as the list RPCs answer them: a token this driver
+// never handed out is ABORTED (the spec's "Invalid starting_token"), a negative
+// max_entries INVALID_ARGUMENT.
+func pageStatus(sortedIDs []string, token string, maxEntries int32) ([]string, string, error) {
+	ids, next, err := Page(sortedIDs, token, maxEntries)
+	if errors.Is(err, ErrBadToken) {
+		return nil, "", status.Error(codes.Aborted, err.Error())
+	}
+	if err != nil {
+		return nil, "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	return ids, next, nil
 }
 
 // GetCapacity answers for one segment: its zone (the zone key, else the zone learnt for

@@ -11,8 +11,12 @@
 //   - The failure knob: pvchaos.dev/fail-{times,nodes,zones,first-node,code,action,reason,delay}
 //     (knob.go); any other pvchaos.dev/ key is INVALID_ARGUMENT.
 //   - --control-dir/capacity.json: {"<zone>": "<quantity>"}, read on every call.
-//   - The state file (state.go): {"volumes": {id: {...,"published": {node: {...}}}},
-//     "node_zones": {hostname: zone}, "knob_attempts": {name: {"failed", "first_node"}}}.
+//   - The state file (state.go): {"volumes": {id: {...,"published": {node: {...}},
+//     "source_snapshot"|"source_volume"}}, "snapshots": {id: {...}}, "node_zones":
+//     {hostname: zone}, "knob_attempts": {name: {"failed", "first_node"}}}.
+//   - Snapshots and clones (controller_snapshot.go, controller_source.go): a snapshot is a
+//     copy of its source's bytes in <data-root>/snapshots/<id>; a restore or clone copies
+//     them into the new volume, which keeps the source's mode, zone and node.
 //   - The calls log (callslog.go): one JSON object per line with time, service, method,
 //     request, code ("OK", a gRPC code name, or "Crash"), message, duration_ms, response.
 //   - Node backing directories: <data-root>/zone/<id> (the zone's shared directory) and

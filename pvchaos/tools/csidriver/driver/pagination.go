@@ -1,8 +1,9 @@
 package driver
 
-// ListVolumes paging. The token is "after:<last volume id of the previous page>": pages
-// continue after that id in id order, so deleting or adding volumes between pages neither
-// repeats nor skips the others, and a deleted last volume still makes a valid token.
+// ListVolumes and ListSnapshots paging. The token is "after:<last id of the previous
+// page>": pages continue after that id in id order, so deleting or adding volumes between
+// pages neither repeats nor skips the others, and a deleted last volume still makes a
+// valid token.
 
 import (
 	"errors"
@@ -25,7 +26,7 @@ func Page(sortedIDs []string, startingToken string, maxEntries int32) ([]string,
 	if startingToken != "" {
 		after, ok := strings.CutPrefix(startingToken, tokenPrefix)
 		if !ok || after == "" {
-			return nil, "", fmt.Errorf("%w %q (want a next_token of an earlier ListVolumes)", ErrBadToken, startingToken)
+			return nil, "", fmt.Errorf("%w %q (want a next_token of an earlier list call)", ErrBadToken, startingToken)
 		}
 		start = sort.Search(len(sortedIDs), func(i int) bool { return sortedIDs[i] > after })
 	}

@@ -1,7 +1,7 @@
 package driver
 
-// The controller's state: volumes, their attachments, what it learnt about nodes, and the
-// knob's attempt counters. Saved as JSON (temp file + rename, so a crash mid-write leaves
+// The controller's state: volumes, their attachments, snapshots, what it learnt about
+// nodes, and the knob's attempt counters. Saved as JSON (temp file + rename, so a crash mid-write leaves
 // the previous file) after every change and loaded at start, so a restarted controller,
 // and one the knob crashed on purpose, keeps its volumes, attachments and counters.
 
@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 )
 
@@ -34,6 +33,9 @@ type Volume struct {
 	Dir           string                 `json:"dir,omitempty"` // backing directory the controller made (--data-root)
 	Created       time.Time              `json:"created"`
 	Published     map[string]*Attachment `json:"published,omitempty"` // node id -> attachment
+	// The volume_content_source it was made from (at most one of the two): a restore or a clone.
+	SourceSnapshot string `json:"source_snapshot,omitempty"`
+	SourceVolume   string `json:"source_volume,omitempty"`
 }
 
 // Placement of the volume.
@@ -41,6 +43,24 @@ func (v *Volume) Placement() Placement { return Placement{Zone: v.Zone, Node: v.
 
 // PublishedNodes are the node ids the volume is attached to, sorted.
 func (v *Volume) PublishedNodes() []string { return sortedKeys(v.Published) }
+
+// Snapshot is one cut snapshot: a copy of its source's bytes (Dir), and the source's
+// mode and placement, which a restore keeps even after the source is deleted.
+type Snapshot struct {
+	ID             string            `json:"id"`
+	Name           string            `json:"name"`
+	SourceVolumeID string            `json:"source_volume_id"`
+	SizeBytes      int64             `json:"size_bytes"` // the source's capacity
+	Mode           string            `json:"mode"`
+	Zone           string            `json:"zone,omitempty"`
+	Node           string            `json:"node,omitempty"`
+	Parameters     map[string]string `json:"parameters,omitempty"`
+	Dir            string            `json:"dir,omitempty"` // the copy ("" without --data-root: no bytes anywhere)
+	Created        time.Time         `json:"created"`
+}
+
+// Placement of the snapshot's source.
+func (s *Snapshot) Placement() Placement { return Placement{Zone: s.Zone, Node: s.Node} }
 
 // Attempts are the knob's per-name counters (fail-times, fail-first-node).
 type Attempts struct {
@@ -51,13 +71,14 @@ type Attempts struct {
 // State is the whole file.
 type State struct {
 	Volumes   map[string]*Volume   `json:"volumes"`    // by volume id
+	Snapshots map[string]*Snapshot `json:"snapshots"`  // by snapshot id
 	NodeZones map[string]string    `json:"node_zones"` // hostname -> zone, learnt from requirements
 	Attempts  map[string]*Attempts `json:"knob_attempts"`
 }
 
 // NewState is an empty state.
 func NewState() *State {
-	return &State{Volumes: map[string]*Volume{}, NodeZones: map[string]string{}, Attempts: map[string]*Attempts{}}
+	return &State{Volumes: map[string]*Volume{}, Snapshots: map[string]*Snapshot{}, NodeZones: map[string]string{}, Attempts: map[string]*Attempts{}}
 }
 
 // LoadState reads the file; a missing file is an empty state (first start).
@@ -78,6 +99,9 @@ func LoadState(path string) (*State, error) {
 	}
 	if st.Volumes == nil {
 		st.Volumes = map[string]*Volume{}
+	}
+	if st.Snapshots == nil { // a state file from before snapshots
+		st.Snapshots = map[string]*Snapshot{}
 	}
 	if st.NodeZones == nil {
 		st.NodeZones = map[string]string{}
@@ -153,11 +177,14 @@ func (st *State) AttachedTo(node string) int {
 }
 
 // SortedIDs are the volume ids in order, the order ListVolumes pages through.
-func (st *State) SortedIDs() []string {
-	ids := make([]string, 0, len(st.Volumes))
-	for id := range st.Volumes {
-		ids = append(ids, id)
+func (st *State) SortedIDs() []string { return sortedKeys(st.Volumes) }
+
+// SnapshotByName finds a snapshot by its CreateSnapshot name.
+func (st *State) SnapshotByName(name string) *Snapshot {
+	for _, s := range st.Snapshots {
+		if s.Name == name {
+			return s
+		}
 	}
-	sort.Strings(ids)
-	return ids
+	return nil
 }
