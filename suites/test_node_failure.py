@@ -12,6 +12,7 @@ import pytest
 from pvchaos.chaos import labels as chaos_labels
 from pvchaos.chaos import nodes as chaos_nodes
 from pvchaos.conformance import messages, timings
+from pvchaos.conformance.topology_class import TopologyClass
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable, wait_taint_gone
@@ -20,6 +21,9 @@ from pvchaos.kube import builders as b
 from pvchaos.kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zone
 from pvchaos.kube.wait import wait_for, wait_for_event
 
+# Drivers whose volume another node can use: not the node class, whose volume stays with the
+# lost node (test_statefulset_local_volume_waits_for_its_node is that case).
+MOVABLE = (TopologyClass.ZONE, TopologyClass.REGION, TopologyClass.GROUP, TopologyClass.NONE)
 MULTI_ATTACH = "Multi-Attach error"  # reconciler.go reportMultiAttachError (FailedAttachVolume)
 
 pytestmark = [allure.epic("Node loss and recovery"), pytest.mark.disruptive, pytest.mark.needs("node-failure")]
@@ -84,6 +88,7 @@ def test_node_failure_taints_and_evicts_on_schedule(ws: Workspace) -> None:
 @allure.story("zonal volume: the replica is not replaced until force-deleted, then runs in the same zone")
 @pytest.mark.needs("dynamic-zonal")
 def test_statefulset_zonal_volume_moves_within_zone(ws: Workspace) -> None:
+    x.applies_to(ws, *MOVABLE)
     x.dynamic_statefulset(ws, "db", 1)
     first = ws.get("Pod", "db-0")
     node = node_name(first) or ""
@@ -147,6 +152,7 @@ def test_out_of_service_taint_moves_replica(ws: Workspace) -> None:
     # kubelet confirms, until the pod garbage collector force-deletes it because of the
     # out-of-service taint. With the builders' grace 0 the eviction alone removed it, and
     # the test passed with that collector off (the breakage matrix showed it).
+    x.applies_to(ws, *MOVABLE)
     x.dynamic_statefulset(ws, "db", 1, pod_spec_extra={"terminationGracePeriodSeconds": 300})
     first = ws.get("Pod", "db-0")
     node = node_name(first) or ""

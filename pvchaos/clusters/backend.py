@@ -60,6 +60,10 @@ class Capability(StrEnum):
     CSI_PROXY_VENDOR = "csi-proxy-vendor"
     # a node can join the running cluster and leave it (local: chaos.node_join)
     NODE_JOIN = "node-join"
+    # not an ability but a limit of the run's driver: it provisions only for the node a pod
+    # was scheduled to (a vendor package's per-node provisioning without immediate binding),
+    # so a test that needs an Immediate claim of the driver's class is not applicable
+    WFFC_ONLY = "wffc-only"
 
 
     @classmethod

@@ -907,6 +907,8 @@ class KindBackend:
         if self.vendor is not None:
             if self.vendor.package.attach_required:
                 caps.add(Capability.ATTACH)
+            if not self.vendor.package.provisions_immediate:
+                caps.add(Capability.WFFC_ONLY)
             wiring = self.proxy_wiring()
             if wiring is not None and wiring.wired:
                 caps |= {Capability.CSI_PROXY, Capability.CSI_PROXY_VENDOR}

@@ -75,6 +75,20 @@ class DriverPackage:
         return bool((self.csidriver.get("spec") or {}).get("storageCapacity", False))
 
     @property
+    def provisions_immediate(self) -> bool:
+        """Claims of an Immediate class get volumes. Not where external-provisioner runs per
+        node (`--node-deployment`) with `--node-deployment-immediate-binding=false`: it then
+        provisions only for the node a pod was scheduled to (WaitForFirstConsumer)."""
+        for _, obj in self.objects:
+            pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+            for c in pod.get("containers") or []:
+                args = [str(a) for a in c.get("args") or []] if isinstance(c, dict) else []
+                per_node = "--node-deployment" in args or "--node-deployment=true" in args
+                if per_node and "--node-deployment-immediate-binding=false" in args:
+                    return False
+        return True
+
+    @property
     def controllers(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if w.kind != "DaemonSet")
 

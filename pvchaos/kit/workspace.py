@@ -18,7 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, ClusterHandle
+import pytest
+
+from pvchaos.clusters.backend import HOSTPATH_VOLUME_ROOT, Capability, ClusterHandle
 from pvchaos.conformance import topology_class as tc
 from pvchaos.drivers.driver import Driver, HarnessDriver
 from pvchaos.kube import builders, kinds, naming
@@ -162,7 +164,12 @@ class Workspace:
         """Create the driver's dynamic-provisioning class for this test; returns its name.
         `parameters` are added to the driver's own (e.g. `b.provisioning_failures(...)`).
         `name`: exactly this name, for a class a claim named before it existed (take it
-        from `ws.name(hint)` so parallel tests cannot collide)."""
+        from `ws.name(hint)` so parallel tests cannot collide). An Immediate class of a driver
+        that provisions only for scheduled pods skips the test as not applicable."""
+        if binding_mode == "Immediate" and self.cluster.has(Capability.WFFC_ONLY):
+            pytest.skip(f"driver {self.driver.name}: not applicable: it provisions only for the node a pod was "
+                        "scheduled to (per-node external-provisioner with --node-deployment-immediate-binding=false), "
+                        "and the test needs an Immediate claim of its class")
         body = self.driver.storage_class(name or self.name(hint), binding_mode, allowed_zones, reclaim,
                                          allowed_topologies)
         if parameters:

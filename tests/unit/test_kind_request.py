@@ -54,6 +54,15 @@ def test_a_vendor_cluster_has_the_fault_proxy_where_its_sockets_can_be_rewired()
     assert all(vendor_proxy.CONTROLLER_DIR not in json.dumps(n) for n in own.config()["nodes"])
 
 
+def test_a_package_that_provisions_only_for_scheduled_pods_says_so() -> None:
+    """Per-node external-provisioner without immediate binding: Immediate claims of its class
+    never get a volume, so tests needing one are not applicable (wffc-only), not failures."""
+    local = KindBackend.for_request(ClusterRequest(), defaults(True, EXAMPLE.parent / "vendor-node-local"), cluster="t")
+    assert Capability.WFFC_ONLY in local.capabilities()
+    central = KindBackend.for_request(ClusterRequest(), defaults(True), cluster="t")
+    assert Capability.WFFC_ONLY not in central.capabilities()
+
+
 def test_a_shaped_request_keeps_the_vendor_package_and_refuses_what_only_pvchaos_csi_takes() -> None:
     gate_off = KindBackend.for_request(ClusterRequest(feature_gates=(("MutablePVNodeAffinity", False),),
                                                       nodes_per_zone=2), defaults(True), cluster="t")
