@@ -67,7 +67,7 @@ from pvchaos.kube.client import connect
 from pvchaos.kube.errors import ConditionNotReached
 from pvchaos.kube.wait import wait_for
 from pvchaos.tools.binary_image import binary_image
-from pvchaos.tools.build import BuildError, ensure_binaries
+from pvchaos.tools.build import BuildError, cache_root, ensure_binaries
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
 from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
@@ -764,8 +764,19 @@ class KindBackend:
         vendor_install.apply_manifests(kubectl, manifests)
         workloads = [(w.kind, w.namespace, w.name) for w in package.workloads]
         waited = vendor_install.wait_installed(kubectl, package.driver_name, workloads,
-                                               self.logs_dir or self.directory / "vendor-logs", vendor.wait_timeout)
+                                               self.logs_dir or self._kept_logs_dir(), vendor.wait_timeout)
         _log(f"{package.driver_name} (package {package.directory}) registered and Ready in {waited:.0f}s")
+
+    def _kept_logs_dir(self) -> Path:
+        """Where a package's pod logs go when it does not come up in a cluster certify did not
+        start itself (a shaped one): beside the local backend's failed starts, not in the
+        cluster's directory, which its teardown removes (seen: a message pointing at logs
+        already deleted). Only the newest few are kept."""
+        root = cache_root() / "failed-starts"
+        root.mkdir(parents=True, exist_ok=True)
+        for old in sorted(root.iterdir(), key=lambda p: p.stat().st_mtime)[:-5]:
+            shutil.rmtree(old, ignore_errors=True)
+        return root / self.cluster / "vendor-logs"
 
     def _await_binder(self) -> None:
         """A fresh kind cluster's controller-manager needs a while after leader election
