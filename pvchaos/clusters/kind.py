@@ -69,7 +69,7 @@ from pvchaos.kube.wait import wait_for
 from pvchaos.tools.binary_image import binary_image
 from pvchaos.tools.build import BuildError, cache_root, ensure_binaries
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
-from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine
+from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine, thaw_containers
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
 from pvchaos.tools.nodeimage.recipe import KIND_VERSION
 from pvchaos.tools.shipped import kind_config_dir
@@ -871,6 +871,16 @@ class KindBackend:
                 return [str(exc)]
         proc = self._kind("delete", "cluster", "--name", self.cluster, "--kubeconfig", str(self.kubeconfig),
                           timeout=300)
+        left = self._container_ids()
+        if left:  # a node whose pod cgroup runc left frozen cannot be killed: thaw, delete again
+            thawed = thaw_containers(left)
+            _log(f"kind delete cluster {self.cluster} left {len(left)} containers; thawed {len(thawed)} frozen "
+                 f"cgroups in them, deleting again")
+            proc = self._kind("delete", "cluster", "--name", self.cluster, "--kubeconfig", str(self.kubeconfig),
+                              timeout=300)
+            if self._container_ids():
+                problems.append(f"kind delete cluster {self.cluster}: containers {', '.join(left)} remain "
+                                f"({last_line(proc)})")
         if proc.returncode != 0:
             problems.append(f"kind delete cluster {self.cluster}: {last_line(proc)}")
         if self._owns_network:  # a network someone else left is never removed
@@ -884,6 +894,13 @@ class KindBackend:
         if problems and not quiet:
             _log("; ".join(problems))
         return problems
+
+    def _container_ids(self) -> list[str]:
+        """The cluster's node containers still on the engine (full ids)."""
+        assert self.engine is not None
+        listed = docker(self.engine, ["ps", "-aq", "--no-trunc", "--filter",
+                                      f"label={CLUSTER_LABEL}={self.cluster}"], timeout=60)
+        return listed.stdout.split() if listed.returncode == 0 else []
 
     def down(self, handle: ClusterHandle | None = None, keep_engine: bool = False) -> None:
         if handle is not None and handle.name != self.cluster:

@@ -270,3 +270,31 @@ def stop_engine(engine: Engine) -> bool:
 def owned_engine() -> Engine | None:
     """Our dockerd if it runs (for `cluster down` and sweeps); never the user's."""
     return _recorded_engine()
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def thaw_containers(container_ids: Sequence[str], root: Path = CGROUP_ROOT) -> list[str]:
+    """Thaw every frozen cgroup under these containers; returns the cgroups thawed.
+
+    Why: runc freezes a container's cgroup while it changes it, and a runc killed in that
+    moment (a kind node deleted while its kubelet was still creating a pod's sandbox) leaves
+    the cgroup frozen: its processes sit in D state, and `docker rm -f` of the node then
+    fails with "did not receive an exit event" (seen: certify's bad-manifest case left a
+    worker running). cgroup v1 (`freezer.state` FROZEN) and v2 (`cgroup.freeze` 1), with
+    the cgroupfs and the systemd cgroup drivers."""
+    thawed: list[str] = []
+    for cid in container_ids:
+        bases = [root / "freezer" / "docker" / cid, root / "freezer" / "system.slice" / f"docker-{cid}.scope",
+                 root / "docker" / cid, root / "system.slice" / f"docker-{cid}.scope"]
+        for base in (b for b in bases if b.is_dir()):
+            for name, frozen, thaw in (("freezer.state", "FROZEN", "THAWED"), ("cgroup.freeze", "1", "0")):
+                for path in base.rglob(name):
+                    try:
+                        if path.read_text().strip() == frozen:
+                            path.write_text(thaw)
+                            thawed.append(str(path.parent))
+                    except OSError:
+                        continue
+    return thawed
