@@ -23,7 +23,12 @@ from pvchaos.kube.cleanup import Cleanup
 from pvchaos.kube.client import Kube
 from pvchaos.kube.objects import ZONE_KEY
 
-pytestmark = [allure.epic("The CSI path"), pytest.mark.needs("attach", "dynamic-zonal", "zones")]
+pytestmark = [allure.epic("The CSI path"), pytest.mark.needs("dynamic-zonal", "zones")]
+# The topology tests, and the one on a limit the harness sets, have always run on the
+# harness's CSI stack with attach; NodeVolumeLimits itself counts the volumes a node's pods
+# use whether or not the driver attaches (nodevolumelimits/csi.go filterAttachableVolumes),
+# so the test of the driver's own limit needs no attach.
+NEEDS_ATTACH = pytest.mark.needs("attach")
 
 
 def _without_driver(cleanup: Cleanup, kube: Kube, node: str, driver: str) -> None:
@@ -56,6 +61,7 @@ def _create_volume_calls(ws: Workspace, claim: str) -> list[dict]:
 
 @allure.feature("CSI topology")
 @allure.story("the selected node's CSINode lacks the driver: no topology key found, the claim waits")
+@NEEDS_ATTACH
 @pytest.mark.disruptive
 def test_selected_node_without_the_driver_has_no_topology(ws: Workspace) -> None:
     node = ws.node()
@@ -71,6 +77,7 @@ def test_selected_node_without_the_driver_has_no_topology(ws: Workspace) -> None
 
 @allure.feature("CSI topology")
 @allure.story("no CSINode carries the driver: an Immediate claim gets 'no available topology found'")
+@NEEDS_ATTACH
 @pytest.mark.disruptive
 def test_no_node_with_the_driver_means_no_available_topology(ws: Workspace) -> None:
     for node in ws.nodes():
@@ -89,6 +96,7 @@ def test_no_node_with_the_driver_means_no_available_topology(ws: Workspace) -> N
     pytest.param(False, id="default", marks=pytest.mark.quick),
     pytest.param(True, id="strict", marks=pytest.mark.cluster(csi_strict_topology=True)),
 ])
+@NEEDS_ATTACH
 @pytest.mark.needs("pvchaos-csi-control")  # reads pvchaos-csi's calls log for the CreateVolume request
 def test_strict_topology_narrows_the_requisite(ws: Workspace, strict: bool) -> None:
     zones = ws.zones()
@@ -108,6 +116,7 @@ def test_strict_topology_narrows_the_requisite(ws: Workspace, strict: bool) -> N
 
 @allure.feature("Volume limits")
 @allure.story("a node at its CSINode volume limit takes no pod needing another volume; another node does")
+@NEEDS_ATTACH
 @pytest.mark.cluster(csi_max_volumes_per_node=1)
 @pytest.mark.exercises("volume-limits")
 def test_node_at_its_volume_limit_takes_no_more(ws: Workspace) -> None:
@@ -139,7 +148,8 @@ MOST_TO_FILL = 24  # volumes one node is filled with on 2 cores (the example pac
 def test_the_drivers_own_volume_limit_is_enforced(ws: Workspace) -> None:
     """Whatever limit the driver reports (NodeGetInfo max_volumes_per_node, written to the
     node's CSINode allocatable.count), the scheduler keeps the node from taking one more of
-    its volumes (NodeVolumeLimits). Not applicable to a driver that reports no limit."""
+    its volumes (NodeVolumeLimits), also for a driver without attach: the filter counts the
+    volumes the node's pods use. Not applicable to a driver that reports no limit."""
     node = ws.node()
     csinode = kinds.get(ws.kube, "CSINode", o.name(node)) or {}
     entry: dict = next((d for d in (csinode.get("spec") or {}).get("drivers") or [] if d.get("name") == ws.driver.name), {})

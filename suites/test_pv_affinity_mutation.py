@@ -348,8 +348,17 @@ def test_dynamic_volume_moved_stays_bound_and_new_pods_follow(ws: Workspace) -> 
     name, ref_before = o.name(pv), pv["spec"]["claimRef"]
     old = str(o.node_name(running))
     target = next(n for n in ws.nodes() if o.name(n) != old)
+    provisioned = pv["spec"].get("nodeAffinity")
     _accepted(lambda: mut.replace_affinity(ws.kube, name, {"required": b.node_selector_terms(
         [("kubernetes.io/hostname", "In", [o.hostname(target)])])}), f"moving PV {name} to {o.name(target)}")
+    # No data moved, so the volume goes back to the affinity it was provisioned with before
+    # its claim is deleted (this runs after the follower is gone, before the claim): a per-node
+    # external-provisioner deletes only a PV whose affinity its own node's CSI topology
+    # segment matches (controller.go Delete, VolumeIsAccessible), and no driver's segment
+    # carries kubernetes.io/hostname, so the moved PV would stay Released for good
+    # (docs/findings.md, the node-local package).
+    ws.cleanup.push(f"give PV {name} back the nodeAffinity it was provisioned with",
+                    lambda: mut.replace_affinity(ws.kube, name, provisioned))
     ws.exempt("app")  # it knowingly runs where the new affinity no longer allows: IgnoredDuringExecution
 
     def kept(state: dict[str, Obj]) -> str | None:
