@@ -83,10 +83,14 @@ class ClusterPool:
         return self._shaper(request).capabilities(request, self._defaults, self.hooks)
 
     def missing_details(self, request: ClusterRequest) -> dict[str, str]:
-        """Capability -> why this request's cluster lacks it, where the backend can say."""
-        if not self.per_request and request.is_default:
+        """Capability -> why this request's cluster lacks it, where the backend can say. A
+        backend that shapes clusters says it for the run's own cluster too (certify's kind
+        cluster: "its CSIDriver sets attachRequired false", not a bare "backend kind: no
+        attach"); one that starts none (existing) has nothing to add."""
+        try:
+            return self._shaper(request).missing_details(request, self._defaults, self.hooks)
+        except CannotProvide:
             return {}
-        return self._shaper(request).missing_details(request, self._defaults, self.hooks)
 
     def _provide(self, request: ClusterRequest) -> tuple[ClusterHandle, Teardown | None]:
         return self._shaper(request).provide(self.options, request, self._defaults, self.hooks)

@@ -178,5 +178,30 @@ def test_a_shaped_backend_starts_the_cluster_a_request_asks_for() -> None:
         providers.unregister("shaped")
 
 
+class ExplainingBackend(ShapedBackend):
+    """A shaped backend that can say why its clusters lack attach (kind with a vendor's
+    package whose CSIDriver sets attachRequired false)."""
+
+    name = "explaining"
+
+    def missing_details(self, request: ClusterRequest, defaults: ClusterDefaults,
+                        hooks: ProvideHooks) -> dict[str, str]:
+        return {"attach": "driver d's CSIDriver sets attachRequired false"}
+
+
+def test_the_run_s_own_cluster_gets_the_backend_s_reasons_too() -> None:
+    """certify's cluster is the default request of a backend that starts none per request:
+    its skips named "backend kind: no attach" without the CSIDriver field that decides it."""
+    backend = ExplainingBackend()
+    providers.register(backend)
+    try:
+        pool = ClusterPool(Options(backend="explaining"))
+        assert pool.missing_details(ClusterRequest()) == {"attach": "driver d's CSIDriver sets attachRequired false"}
+        assert pool.missing_details(ClusterRequest(nodes_per_zone=4)) == pool.missing_details(ClusterRequest())
+    finally:
+        providers.unregister("explaining")
+    assert ClusterPool(Options(backend="existing")).missing_details(ClusterRequest()) == {}
+
+
 def test_kind_declares_shaped_clusters() -> None:
     assert providers.names(Feature.SHAPED_CLUSTERS) == ("kind",)
