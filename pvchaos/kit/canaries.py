@@ -119,10 +119,14 @@ class _Canaries:
         problem = check()
         self.results[name] = CanaryResult(name, problem is None, round(time.monotonic() - self.start, 2), problem or "")
 
-    def _reached(self, kind: str, name: str, until: Callable[[Obj], bool], expect: str) -> bool:
-        """Whether the canary object reaches its state within what is left of the budget."""
+    def _reached(self, kind: str, name: str, until: Callable[[Obj], bool], expect: str,
+                 timeout: float | None = None) -> bool:
+        """Whether the canary object reaches its state within what is left of the budget
+        (or `timeout`, when shorter)."""
+        namespace = self.ws.namespace if kinds.kind(kind).namespaced else None
+        bound = self.remaining() if timeout is None else min(timeout, self.remaining())
         try:
-            wait_for(self.ws.kube, kind, name, until, expect, self.ws.namespace, self.remaining())
+            wait_for(self.ws.kube, kind, name, until, expect, namespace, bound)
             return True
         except ConditionNotReached:
             return False
@@ -164,11 +168,8 @@ class _Canaries:
         the PV controller sets a PV Available, so once it is, the claim can find it. Bounded:
         with the binder off the PV never gets that phase, the claim is created anyway and the
         binder canary fails as before."""
-        try:
-            wait_for(self.ws.kube, "PersistentVolume", pv, lambda v: o.phase(v) == "Available",
-                     "phase Available (the PV controller has seen it)", None, min(BINDER_SEES_PV, self.remaining()))
-        except ConditionNotReached:
-            pass
+        self._reached("PersistentVolume", pv, lambda v: o.phase(v) == "Available",
+                      "phase Available (the PV controller has seen it)", BINDER_SEES_PV)
 
     def can_provision(self) -> bool:
         return bool(self.driver.capabilities & {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL})
