@@ -44,6 +44,15 @@ class Kube:
     def version(self) -> client.VersionApi:
         return client.VersionApi(self.api)
 
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        """Kinds a CRD defines (VolumeSnapshot...): pvchaos.kube.kinds adapts their calls."""
+        return client.CustomObjectsApi(self.api)
+
+    @property
+    def extensions(self) -> client.ApiextensionsV1Api:
+        return client.ApiextensionsV1Api(self.api)
+
 
 def connect(kubeconfig: Path | str, context: str | None = None, timeout: float = 10.0,
             pool_size: int | None = None) -> Kube:

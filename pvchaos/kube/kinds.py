@@ -3,8 +3,11 @@
 Each kind is one row (API group, snake name, namespaced or not); the official client's
 method names follow from it (`list_namespaced_pod`, `patch_persistent_volume`...), so a
 new kind is one line here and every verb works for it: list (and watch), read, create,
-replace, delete, merge-patch. Objects go in and come out as Kubernetes JSON dicts with
-their `kind` set, which is what the pure oracle in `conformance/` reads.
+replace, delete, merge-patch. Kinds a CRD defines (the VolumeSnapshot API) are rows too,
+with their API group, version and plural: `CustomObjectsApi` takes those first and the
+name after the scope, so `Kind.call` hands out an adapter with the typed methods' order.
+Objects go in and come out as Kubernetes JSON dicts with their `kind` set, which is what
+the pure oracle in `conformance/` reads.
 """
 
 from __future__ import annotations
@@ -21,20 +24,25 @@ from kubernetes.client.exceptions import ApiException
 from pvchaos.kube.client import Kube
 
 Obj = dict[str, Any]
+SNAPSHOT_GROUP = "snapshot.storage.k8s.io"  # the VolumeSnapshot CRDs (external-snapshotter)
 ApiCall = Callable[..., Any]  # a method of the generated client; its signature varies by verb
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind: its API group on `Kube` and the snake-case name the client uses."""
+    """One kind: its API group on `Kube` and the snake-case name the client uses; for a
+    kind a CRD defines, `custom` is (API group, version, plural) and `group` is "custom"."""
 
     name: str
-    group: str  # attribute of Kube: core, storage, apps, coordination
+    group: str  # attribute of Kube: core, storage, apps, coordination, custom
     snake: str
     namespaced: bool
+    custom: tuple[str, str, str] | None = None
 
     def call(self, kube: Kube, verb: str, all_namespaces: bool = False) -> ApiCall:
         """The client method for `verb` (list, read, create, replace, delete, patch)."""
+        if self.custom is not None:
+            return _custom_call(kube, self, verb, all_namespaces)
         api = getattr(kube, self.group)
         scope = "namespaced_" if self.namespaced else ""
         name = f"{verb}_{self.snake}_for_all_namespaces" if self.namespaced and all_namespaces else f"{verb}_{scope}{self.snake}"
@@ -57,7 +65,33 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("StatefulSet", "apps", "stateful_set", True),
     Kind("Lease", "coordination", "lease", True),
     Kind("PriorityClass", "scheduling", "priority_class", False),
+    Kind("VolumeSnapshot", "custom", "volume_snapshot", True, (SNAPSHOT_GROUP, "v1", "volumesnapshots")),
+    Kind("VolumeSnapshotContent", "custom", "volume_snapshot_content", False,
+         (SNAPSHOT_GROUP, "v1", "volumesnapshotcontents")),
+    Kind("VolumeSnapshotClass", "custom", "volume_snapshot_class", False,
+         (SNAPSHOT_GROUP, "v1", "volumesnapshotclasses")),
 )}
+
+
+def _custom_call(kube: Kube, k: Kind, verb: str, all_namespaces: bool) -> ApiCall:
+    """A CustomObjectsApi method behind the typed methods' argument order: list(*scope),
+    read/delete(name, *scope), create(*scope, body), replace/patch(name, *scope, body)."""
+    assert k.custom is not None
+    group, version, plural = k.custom
+    api = kube.custom
+    scope = "namespaced" if k.namespaced else "cluster"
+    if verb == "list":
+        method = api.list_custom_object_for_all_namespaces if all_namespaces else getattr(api, f"list_{scope}_custom_object")
+
+        def list_custom_object(*ns: str, **kw: Any) -> Any:  # watch.Watch streams it like a typed list
+            return method(group, version, *ns, plural, **kw)
+        return list_custom_object
+    method = getattr(api, f"{'get' if verb == 'read' else verb}_{scope}_custom_object")
+    if verb == "create":
+        return lambda *args, **kw: method(group, version, *args[:-1], plural, args[-1], **kw)
+    if verb in ("replace", "patch"):
+        return lambda name, *args, **kw: method(group, version, *args[:-1], plural, name, args[-1], **kw)
+    return lambda name, *ns, **kw: method(group, version, *ns, plural, name, **kw)
 
 
 def kind(name: str) -> Kind:
