@@ -64,6 +64,12 @@ class Capability(StrEnum):
     # was scheduled to (a vendor package's per-node provisioning without immediate binding),
     # so a test that needs an Immediate claim of the driver's class is not applicable
     WFFC_ONLY = "wffc-only"
+    # the VolumeSnapshot API: upstream's CRDs and snapshot-controller in the cluster, and
+    # the driver's csi-snapshotter sidecar (CREATE_DELETE_SNAPSHOT; a claim's dataSource a
+    # VolumeSnapshot is restored by the external-provisioner)
+    SNAPSHOTS = "snapshots"
+    # a claim whose dataSource is another claim is a clone (the driver's CLONE_VOLUME)
+    CLONES = "clones"
 
 
     @classmethod

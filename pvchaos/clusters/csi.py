@@ -25,12 +25,16 @@ import json
 import os
 import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+from kubernetes.client.exceptions import ApiException
+
 from pvchaos.clusters.common.processes import ProcessRecord, log_tail, spawn, stop
+from pvchaos.kube.client import Kube
 from pvchaos.kube.errors import ClusterError, PollTimeout
 from pvchaos.kube.naming import OWNED_LABEL
 from pvchaos.kube.poll import poll_until
@@ -46,7 +50,10 @@ TOPOLOGY_KEYS = (ZONE_KEY, HOSTNAME_KEY)
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 CONTROLLER, PROVISIONER, ATTACHER = "csi-controller", "csi-provisioner", "csi-attacher"
-COMPONENTS = (CONTROLLER, PROVISIONER, ATTACHER)
+# upstream's external-snapshotter: the sidecar on the driver's socket, and the cluster-wide
+# controller that binds VolumeSnapshots to contents (one per cluster, as upstream deploys it)
+SNAPSHOTTER, SNAPSHOT_CONTROLLER = "csi-snapshotter", "snapshot-controller"
+COMPONENTS = (CONTROLLER, PROVISIONER, ATTACHER, SNAPSHOTTER, SNAPSHOT_CONTROLLER)
 PROXY = "csi-proxy"  # between the sidecars and the controller; not a component a test restarts
 CAPACITY_NAMESPACE = "kube-system"  # where CSIStorageCapacity objects go (the sidecar's NAMESPACE)
 START_TIMEOUT = 60.0
@@ -87,6 +94,9 @@ class CsiOptions:
     # the fault proxy reads its rules file; off, it forwards every call whatever the rules
     # say (a proxy that injects nothing; only the self-checks turn it off)
     proxy_rules: bool = True
+    # pvchaos-csi --snapshots=false and no csi-snapshotter, while the cluster still claims
+    # snapshots and clones (a driver without copies; only the self-checks turn it on)
+    fault_no_copies: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:
@@ -159,6 +169,7 @@ def paths_for(cluster_dir: Path) -> CsiPaths:
 def controller_args(driver: Path, paths: CsiPaths, data_root: Path | None = None,
                     options: CsiOptions | None = None) -> list[str]:
     fault = ["--fault-misplace"] if options is not None and options.fault_misplace else []
+    fault += ["--snapshots=false"] if options is not None and options.fault_no_copies else []
     return [str(driver), "controller", f"--endpoint=unix://{paths.driver_socket}", f"--driver-name={DRIVER_NAME}",
             f"--state-file={paths.state_file}", f"--calls-log={paths.calls_log}",
             f"--data-root={data_root or paths.data_root}", f"--control-dir={paths.control_dir}", *fault]
@@ -183,6 +194,22 @@ def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: C
         argv += ["--enable-capacity", "--capacity-ownerref-level=-1",
                  f"--capacity-poll-interval={options.capacity_poll_seconds}s"]
     return argv
+
+
+def snapshotter_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[str]:
+    """csi-snapshotter on the proxy's socket, like the other sidecars."""
+    return [str(binary), f"--csi-address={paths.socket}", f"--kubeconfig={kubeconfig}", "--leader-election=false",
+            f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
+            f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",
+            "--v=4"]
+
+
+def snapshot_controller_args(binary: Path, kubeconfig: Path) -> list[str]:
+    """The snapshot-controller: cluster-wide, needs no socket. It waits for the CRDs at
+    start (up to --retry-crd-interval-max), so they are applied before it is spawned."""
+    return [str(binary), f"--kubeconfig={kubeconfig}", "--leader-election=false",
+            f"--retry-interval-start={RETRY_START}", f"--retry-interval-max={RETRY_MAX}",
+            f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}", "--v=4"]
 
 
 def attacher_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[str]:
@@ -266,7 +293,8 @@ def _log_says(path: Path, text: str) -> bool | None:
 # What each component's log says once it serves: the provisioner library's
 # "Started provisioner controller" and the attacher's "Starting CSI attacher" (both
 # after the sidecar probed the driver and read its capabilities).
-READY_LOG = {PROVISIONER: "Started provisioner controller", ATTACHER: "Starting CSI attacher"}
+READY_LOG = {PROVISIONER: "Started provisioner controller", ATTACHER: "Starting CSI attacher",
+             SNAPSHOTTER: "Starting CSI snapshotter", SNAPSHOT_CONTROLLER: "Starting snapshot controller"}
 
 
 def _await(component: str, proc: subprocess.Popen[bytes], log: Path, ready: Callable[[], bool | None],
@@ -291,6 +319,15 @@ class CsiBinaries:
     driver: Path
     provisioner: Path
     attacher: Path
+    # external-snapshotter's two components and the VolumeSnapshot CRD files; None: a
+    # cluster without snapshots (spawn_snapshots then starts nothing)
+    snapshotter: Path | None = None
+    snapshot_controller: Path | None = None
+    snapshot_crds: tuple[Path, ...] = ()
+
+    @property
+    def snapshots(self) -> bool:
+        return self.snapshotter is not None and self.snapshot_controller is not None and bool(self.snapshot_crds)
 
 
 def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, options: CsiOptions, start: Starter,
@@ -310,13 +347,56 @@ def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, option
             ATTACHER: start(ATTACHER, attacher_args(binaries.attacher, paths, kubeconfig), None)}
 
 
+def spawn_snapshots(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, start: Starter,
+                    options: CsiOptions | None = None) -> dict[str, subprocess.Popen[bytes]]:
+    """csi-snapshotter and the snapshot-controller, once the VolumeSnapshot CRDs are
+    established (install_snapshot_api); nothing when the binaries have no snapshots. A
+    driver without copies (fault_no_copies) gets no sidecar: csi-snapshotter exits at start
+    when the driver does not advertise CREATE_DELETE_SNAPSHOT."""
+    if not binaries.snapshots:
+        return {}
+    assert binaries.snapshotter is not None and binaries.snapshot_controller is not None
+    procs = {SNAPSHOT_CONTROLLER: start(SNAPSHOT_CONTROLLER,
+                                        snapshot_controller_args(binaries.snapshot_controller, kubeconfig), None)}
+    if options is None or not options.fault_no_copies:
+        procs[SNAPSHOTTER] = start(SNAPSHOTTER, snapshotter_args(binaries.snapshotter, paths, kubeconfig), None)
+    return procs
+
+
+def install_snapshot_api(kube: Kube, crds: Sequence[Path], timeout: float = START_TIMEOUT) -> None:
+    """The VolumeSnapshot CRDs from external-snapshotter's own files (an existing one is
+    left as it is), then until the API server serves all of them (Established)."""
+    names = []
+    for path in crds:
+        body = yaml.safe_load(path.read_text())
+        body.setdefault("metadata", {}).setdefault("labels", {})[OWNED_LABEL] = "true"
+        names.append(body["metadata"]["name"])
+        try:
+            kube.extensions.create_custom_resource_definition(body=body, _preload_content=False)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise ClusterError(f"VolumeSnapshot CRD {path.name}: {exc.status} {exc.reason}") from None
+
+    def established() -> bool | None:
+        for name in names:
+            resp = kube.extensions.read_custom_resource_definition(name, _preload_content=False)
+            conditions = (json.loads(resp.data).get("status") or {}).get("conditions") or []
+            if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                return None
+        return True
+    try:
+        poll_until(established, timeout, f"VolumeSnapshot CRDs {names} established", interval=0.1)
+    except PollTimeout as exc:
+        raise ClusterError(str(exc)) from None
+
+
 def await_stack(paths: CsiPaths, procs: dict[str, subprocess.Popen[bytes]], timeout: float = START_TIMEOUT) -> None:
     """Until the driver's socket answers and each sidecar's log says it started; a
     component that exits or never starts raises one ClusterError line naming it and its
     log (the caller stops the rest)."""
     _await(CONTROLLER, procs[CONTROLLER], paths.log(CONTROLLER), lambda: _socket_answers(paths.driver_socket), timeout)
     _await(PROXY, procs[PROXY], paths.log(PROXY), lambda: _socket_answers(paths.socket), timeout)
-    for component in (PROVISIONER, ATTACHER):
+    for component in (c for c in (PROVISIONER, ATTACHER, SNAPSHOTTER, SNAPSHOT_CONTROLLER) if c in procs):
         log = paths.log(component)
         _await(component, procs[component], log, lambda log=log, c=component: _log_says(log, READY_LOG[c]),  # type: ignore[misc]
                timeout)

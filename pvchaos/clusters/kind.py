@@ -69,6 +69,7 @@ from pvchaos.kube.wait import wait_for
 from pvchaos.tools.binary_image import binary_image
 from pvchaos.tools.build import BuildError, cache_root, ensure_binaries
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
+from pvchaos.tools.csi_snapshotter import SNAPSHOTTER_VERSION, ensure_snapshot_components
 from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine, thaw_containers
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
 from pvchaos.tools.nodeimage.recipe import KIND_VERSION
@@ -634,7 +635,9 @@ class KindBackend:
         if self._csi_bins is None:
             from pvchaos.tools.csi_driver import ensure_csi_driver  # the driver's own module builds it
             sidecars = ensure_csi_sidecars()
-            self._csi_bins = csi.CsiBinaries(ensure_csi_driver(), sidecars.provisioner, sidecars.attacher)
+            snapshots = ensure_snapshot_components()
+            self._csi_bins = csi.CsiBinaries(ensure_csi_driver(), sidecars.provisioner, sidecars.attacher,
+                                             snapshots.snapshotter, snapshots.controller, snapshots.crds)
         return self._csi_bins
 
     def _create_network(self) -> None:
@@ -730,6 +733,13 @@ class KindBackend:
         workers = kind_node_names(self.cluster, self.topology)
         kind_csi.install_node_plugins(self.engine, workers, self.topology, binaries.driver, self.csi_options)
         kind_csi.create_csi_driver(self.kubeconfig, self.csi_options)
+        kube = connect(self.kubeconfig)
+        try:
+            if binaries.snapshots:
+                csi.install_snapshot_api(kube, binaries.snapshot_crds)
+                procs.update(csi.spawn_snapshots(paths, self.kubeconfig, binaries, book.start, self.csi_options))
+        finally:
+            kube.api.close()
         self._await_nodes_ready()
         csi.await_stack(paths, procs)
         kube = connect(self.kubeconfig)
@@ -919,6 +929,7 @@ class KindBackend:
             return {"provisioner": f"test double pvchaos-provisioner ({ZONAL_PROVISIONER}, {LOCAL_PROVISIONER}; "
                                    f"hostPath under {HOSTPATH_VOLUME_ROOT})"}
         return {**csi.description(self.csi_options, PROVISIONER.version, ATTACHER.version),
+                "external-snapshotter": f"{SNAPSHOTTER_VERSION} (csi-snapshotter, snapshot-controller)",
                 "csi volumes": f"zonal: per-zone host directory mounted at {kind_csi.NODE_ZONE_DIR} in that zone's "
                                f"workers; node-local: {kind_csi.NODE_DATA_ROOT}/local in the node"}
 
@@ -943,7 +954,8 @@ class KindBackend:
         else:
             caps.add(Capability.PROVISIONING_FAILURES)
             if self.runs_csi:
-                caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY}
+                caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.SNAPSHOTS,
+                         Capability.CLONES}
         if dict(self.config().get("featureGates", {})).get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
         return frozenset(caps)

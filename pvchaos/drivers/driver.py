@@ -20,7 +20,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
+
+import yaml
 
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterHandle
 from pvchaos.clusters.csi import DRIVER_NAME, TOPOLOGY_PARAMETER
@@ -61,6 +64,19 @@ class Driver(Protocol):
     def local_class(self, name: str, reclaim: str | None = None) -> Obj:
         """A WaitForFirstConsumer class whose volumes are pinned to one node."""
         ...
+
+    def snapshot_class(self, name: str) -> Obj:
+        """The body of a VolumeSnapshotClass of this driver for one test (deletionPolicy
+        Delete unless the driver's own class says otherwise)."""
+        ...
+
+
+def _snapshot_class(name: str, base: Obj) -> Obj:
+    """A snapshot class for one test: the driver's base (driver, parameters, policy) with this name."""
+    return {"apiVersion": f"{kinds.SNAPSHOT_GROUP}/v1", "kind": "VolumeSnapshotClass",
+            "metadata": {"name": name, "labels": {}}, "driver": base["driver"],
+            "deletionPolicy": base.get("deletionPolicy") or "Delete",
+            **({"parameters": copy.deepcopy(base["parameters"])} if base.get("parameters") else {})}
 
 
 def _topologies(allowed_zones: Sequence[str] | None, allowed_topologies: Mapping[str, Sequence[str]] | None,
@@ -116,6 +132,11 @@ class HarnessDriver:
             sc["parameters"] = {**sc.get("parameters", {}), TOPOLOGY_PARAMETER: "node"}
         return sc
 
+    def snapshot_class(self, name: str) -> Obj:
+        if not self.cluster.zonal_class_provisioner:
+            raise DriverError(f"backend {self.cluster.backend} has no provisioner (no snapshots)")
+        return _snapshot_class(name, {"driver": self.cluster.zonal_class_provisioner})
+
 
 @dataclass(frozen=True)
 class ProfileDriver:
@@ -164,6 +185,28 @@ class ProfileDriver:
         if Capability.DYNAMIC_LOCAL not in self.capabilities:
             raise DriverError(f"driver {self.name}: no dynamic-local (singleNodeVolume and topology)")
         return self.storage_class(name, "WaitForFirstConsumer", reclaim=reclaim)
+
+    def snapshot_class(self, name: str) -> Obj:
+        """The profile's SnapshotClass, as upstream reads it: FromName (the driver's name,
+        no parameters), FromExistingClassName (copied from the cluster), FromFile."""
+        source = self.profile.snapshot_class_source
+        section = self.profile.raw.get("SnapshotClass") or {}
+        if source == "FromName":
+            return _snapshot_class(name, {"driver": self.name})
+        if source == "FromExistingClassName":
+            existing_name = str(section.get("FromExistingClassName"))
+            existing = kinds.get(self.kube, "VolumeSnapshotClass", existing_name) if self.kube else None
+            if existing is None:
+                raise DriverError(f"driver {self.name}: SnapshotClass.FromExistingClassName {existing_name!r} "
+                                  "does not exist in the cluster")
+            return _snapshot_class(name, existing)
+        if source == "FromFile":
+            path = Path(self.profile.source).parent / str(section.get("FromFile"))
+            try:
+                return _snapshot_class(name, yaml.safe_load(path.read_text()))
+            except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+                raise DriverError(f"driver {self.name}: SnapshotClass.FromFile {path}: {exc}") from None
+        raise DriverError(f"driver {self.name}: the profile sets no SnapshotClass source (no snapshots)")
 
 
 def missing_for(backend_capabilities: frozenset[str], backend: str, profile: DriverProfile | None,

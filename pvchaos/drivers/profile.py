@@ -105,6 +105,9 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     # The backends put the CSI fault proxy in front of their own driver; a profile's
     # driver runs without it (a vendor package under certify: docs/csi-fault-proxy.md).
     Capability.CSI_PROXY: (HARNESS_STACK,),
+    # upstream's snapshottable pattern: the capability and a SnapshotClass to make them with
+    Capability.SNAPSHOTS: ("dynamic", "snapshotDataSource", "SnapshotClass"),
+    Capability.CLONES: ("dynamic", "pvcDataSource"),
 }
 DRIVER_GATED = frozenset(REQUIREMENTS)
 
@@ -425,9 +428,11 @@ def _missing(profile: DriverProfile, capability: str) -> str | None:
             return need
         if need == "TopologyKeys" and not profile.topology_keys:
             return need
+        if need == "SnapshotClass" and profile.snapshot_class_source is None:
+            return need
         if need in (HARNESS_PROVISIONER, HARNESS_DRIVER_ONLY, HARNESS_STACK):
             return need
-        if need not in ("dynamic", "TopologyKeys") and not profile.has(need):
+        if need not in ("dynamic", "TopologyKeys", "SnapshotClass") and not profile.has(need):
             return need
     return None
 
@@ -460,6 +465,8 @@ def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str,
         return word, "profile sets no StorageClass.FromName, FromExistingClassName or FromFile"
     if need == "TopologyKeys":
         return word, "profile lists no DriverInfo.TopologyKeys"
+    if need == "SnapshotClass":
+        return word, "profile sets no SnapshotClass.FromName, FromExistingClassName or FromFile"
     if need == HARNESS_PROVISIONER:
         return word, "only the harness's own provisioners fail on pvchaos.dev/fail-* class parameters"
     if need == HARNESS_DRIVER_ONLY:

@@ -180,6 +180,10 @@ class Workspace:
         """Create the driver's node-local class (volumes pinned to one node); returns its name."""
         return str(self.create(self.driver.local_class(self.name(hint), reclaim))["metadata"]["name"])
 
+    def snapshot_class(self, hint: str = "snaps") -> str:
+        """Create the driver's VolumeSnapshotClass for this test; returns its name."""
+        return str(self.create(self.driver.snapshot_class(self.name(hint)))["metadata"]["name"])
+
     def no_provisioner_class(self, hint: str = "static", binding_mode: str = "WaitForFirstConsumer",
                              name: str | None = None) -> str:
         """Create a class with no provisioner (`kubernetes.io/no-provisioner`), as local PVs

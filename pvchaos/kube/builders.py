@@ -194,6 +194,20 @@ def persistent_volume_claim(name: str, request: str, storage_class: Any = UNSET,
             "spec": spec}
 
 
+def volume_snapshot(name: str, claim: str, snapshot_class: str, labels: dict[str, str] | None = None) -> Obj:
+    """A VolumeSnapshot of a claim of the same namespace (dynamic: the snapshot-controller
+    makes its content, the driver's csi-snapshotter cuts it)."""
+    return {"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot", "metadata": _meta(name, labels),
+            "spec": {"volumeSnapshotClassName": snapshot_class, "source": {"persistentVolumeClaimName": claim}}}
+
+
+def with_data_source(claim: Obj, kind: str, name: str) -> Obj:
+    """The claim, made from a VolumeSnapshot (a restore) or a PersistentVolumeClaim (a clone)."""
+    group = {"VolumeSnapshot": "snapshot.storage.k8s.io"}.get(kind)
+    source = {"kind": kind, "name": name, **({"apiGroup": group} if group else {})}
+    return {**claim, "spec": {**claim["spec"], "dataSource": source}}
+
+
 def pod(name: str, claims: tuple[str, ...] = (), node_selector: dict[str, str] | None = None,
         node_affinity: Obj | None = None, tolerations: list[Obj] | None = None, labels: dict[str, str] | None = None,
         requests: dict[str, str] | None = None, node_name: str | None = None,

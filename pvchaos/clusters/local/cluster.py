@@ -73,6 +73,7 @@ from pvchaos.kube.naming import OWNED_LABEL
 from pvchaos.kube.poll import PollTimeout, poll_until
 from pvchaos.tools.build import Binaries, BuildError, cache_root, ensure_binaries
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
+from pvchaos.tools.csi_snapshotter import SNAPSHOTTER_VERSION, ensure_snapshot_components
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
 START_TIMEOUT = 90.0
@@ -178,7 +179,9 @@ class LocalCluster:
             from pvchaos.tools.csi_driver import ensure_csi_driver  # built by its own module
             try:
                 sidecars = ensure_csi_sidecars()
-                self._csi_binaries = csi.CsiBinaries(ensure_csi_driver(), sidecars.provisioner, sidecars.attacher)
+                snapshots = ensure_snapshot_components()
+                self._csi_binaries = csi.CsiBinaries(ensure_csi_driver(), sidecars.provisioner, sidecars.attacher,
+                                                     snapshots.snapshotter, snapshots.controller, snapshots.crds)
             except BuildError as exc:
                 raise ClusterError(str(exc)) from None
         return self._csi_binaries
@@ -266,9 +269,12 @@ class LocalCluster:
         if csi_bins is not None:
             csi_started = csi.spawn_stack(csi.paths_for(d), d / "kubeconfig", csi_bins, self.cfg.csi, self._spawn)
         with ThreadPoolExecutor(max_workers=2) as pool:
-            storage = pool.submit(self._create_storage_objects)
+            storage = pool.submit(self._create_storage_objects, csi_bins)
             self._create_nodes()
             storage.result()
+        if csi_started is not None and csi_bins is not None:  # the CRDs are established now
+            csi_started.update(csi.spawn_snapshots(csi.paths_for(d), d / "kubeconfig", csi_bins, self._spawn,
+                                                   self.cfg.csi))
         if csi_bins is not None:  # after the nodes, which get their CSINode here; it covers the later ones
             self._spawn(csi_registrar.COMPONENT, csi_registrar.argv(d / "kubeconfig", self.cfg.csi))
         self.await_healthy("kube-apiserver", f"{api}/readyz", token)
@@ -380,17 +386,20 @@ class LocalCluster:
         with ThreadPoolExecutor(max_workers=min(8, len(bodies))) as pool:
             list(pool.map(one, bodies))
 
-    def _create_storage_objects(self) -> None:
+    def _create_storage_objects(self, csi_bins: csi.CsiBinaries | None = None) -> None:
         """The CSIDriver: ours with attach required (the attach/detach controller and the
         external-attacher then attach); the test double's without (KWOK nodes never attach).
         With CSI the nodes are attach/detach-controller managed, so the static stand-in
         PVs' driver gets one without attach too: else the controller would create
-        VolumeAttachments for them that nothing answers."""
+        VolumeAttachments for them that nothing answers. With CSI also the VolumeSnapshot
+        CRDs, established before the snapshot components start."""
         assert self.kube is not None
         drivers: tuple[str, ...] = (ZONAL_PROVISIONER,)
         if self.cfg.runs_csi:
             self.kube.storage.create_csi_driver(body=csi.csi_driver_object(self.cfg.csi))
             drivers = (csi.STATIC_DRIVER,)
+            if csi_bins is not None and csi_bins.snapshots:
+                csi.install_snapshot_api(self.kube, csi_bins.snapshot_crds)
         for driver in drivers:
             self.kube.storage.create_csi_driver(body={
                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
@@ -435,7 +444,8 @@ class LocalCluster:
     def _provisioner_description(self) -> dict[str, str]:
         """Which provisioner ran, and the sidecar versions when it was CSI."""
         if self.cfg.runs_csi:
-            return csi.description(self.cfg.csi, PROVISIONER.version, ATTACHER.version)
+            return {**csi.description(self.cfg.csi, PROVISIONER.version, ATTACHER.version),
+                    "external-snapshotter": f"{SNAPSHOTTER_VERSION} (csi-snapshotter, snapshot-controller)"}
         if self.cfg.runs_test_double:
             return {"provisioner": f"test double pvchaos-provisioner ({ZONAL_PROVISIONER}, {LOCAL_PROVISIONER})"}
         return {"provisioner": "none"}
@@ -609,7 +619,8 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     if cfg.provisioner:
         caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL, Capability.PROVISIONING_FAILURES}
     if cfg.runs_csi:
-        caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.NODE_JOIN}
+        caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.NODE_JOIN,
+                 Capability.SNAPSHOTS, Capability.CLONES}
     if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
         caps.add(Capability.MUTABLE_PV_AFFINITY)
     return frozenset(caps)
