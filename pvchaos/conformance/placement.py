@@ -232,7 +232,13 @@ def provisioned_away_from_selected(claim: KubeObject, pv: KubeObject, node: Kube
     provisioner must create a volume that node can reach, so the PV's nodeAffinity, as
     the provisioner wrote it, admits the node. None when it does, or when there is
     nothing to judge: no selected node (Immediate, static), not provisioned, the node
-    gone, or the affinity since rewritten by someone else (MutablePVNodeAffinity)."""
+    gone, the affinity since rewritten by someone else (MutablePVNodeAffinity), or a copy:
+    a claim with a dataSource (a restore or a clone) may land where its source is, since the
+    provisioner's requisite (without --strict-topology) lists every domain and a copy of a
+    zonal or node-local volume can often only be made beside it (suites/test_snapshots.py)."""
+    spec = claim.get("spec") or {}
+    if spec.get("dataSource") or spec.get("dataSourceRef"):
+        return None
     annotations = (claim.get("metadata") or {}).get("annotations") or {}
     selected = annotations.get(SELECTED_NODE)
     pv_notes = (pv.get("metadata") or {}).get("annotations") or {}

@@ -25,7 +25,7 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach",
                                    "no-capacity-tracking", "csi-no-topology", "nodevolumelimits", "csi-proxy-inert", "pod-gc",
                                    "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
-                                   "no-reschedule", "wrong-zone")},
+                                   "no-reschedule", "wrong-zone", "no-copies")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }
 
@@ -52,6 +52,9 @@ SP, SB, ZO = "test_spreading", "test_static_binding", "test_zone_outage"
 VP, AD, CA, CT = "test_volume_plugins", "test_attach_detach", "test_capacity", "test_csi_topology"
 RS, KV = "test_rescheduling", "test_kubelet_volume_affinity"
 CF = "test_csi_faults"
+SN = "test_snapshots"
+_NO_SNAPSHOTS = ("a driver that advertises no CREATE_DELETE_SNAPSHOT, with no csi-snapshotter: the VolumeSnapshot "
+                 "never becomes readyToUse")
 _INERT = "the CSI fault proxy ignoring its rules: the injected fault never happens, and the test sees that"
 
 _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
@@ -68,6 +71,13 @@ _VALIDATION_WHY = ("the API gives the same answer with the gate on and off (vali
                    "in every version); only a validation regression would break it, and no switch makes one")
 
 TABLE: dict[str, Entry] = {
+    f"{SN}::test_restore_has_the_source_bytes_and_its_pod_follows_the_volume": _e("no-copies", _NO_SNAPSHOTS),
+    f"{SN}::test_restore_for_a_pod_pinned_elsewhere": _e("no-copies", _NO_SNAPSHOTS),
+    f"{SN}::test_snapshot_outlives_its_source": _e("no-copies", _NO_SNAPSHOTS),
+    f"{SN}::test_deleting_a_snapshot_removes_its_content": _e("no-copies", _NO_SNAPSHOTS),
+    f"{SN}::test_clone_has_the_source_bytes_and_its_pod_follows_the_volume": _e(
+        "no-copies", "a driver without CLONE_VOLUME: the external-provisioner refuses the claim's dataSource, the "
+                     "clone is never Bound"),
     f"{CF}::test_controller_publish_error_then_attached_after_restore": _e("csi-proxy-inert", _INERT),
     f"{CF}::test_slow_attach_delays_the_pod_by_the_delay": _e("csi-proxy-inert", _INERT),
     f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodeStageVolume]": _none(_KIND_INERT),

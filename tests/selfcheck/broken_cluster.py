@@ -109,6 +109,7 @@ BREAKAGES: dict[str, str] = {
     "no-capacity-tracking": "the CSI stack without capacity tracking where a test asked for it",
     "csi-no-topology": "external-provisioner with --feature-gates=Topology=false",
     "wrong-zone": "CSI driver with --fault-misplace: zonal volumes outside the selected node's zone",
+    "no-copies": "CSI driver with --snapshots=false and no csi-snapshotter: no snapshots, restores or clones",
     "nodevolumelimits": "kube-scheduler without the NodeVolumeLimits plugin",
     "csi-proxy-inert": "CSI fault proxy that forwards every call and never reads its rules",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
@@ -146,6 +147,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, csi=replace(cfg.csi, topology=False))
     if what == "wrong-zone":
         return replace(cfg, csi=replace(cfg.csi, fault_misplace=True))
+    if what == "no-copies":
+        return replace(cfg, csi=replace(cfg.csi, fault_no_copies=True))
     if what == "csi-proxy-inert":
         return replace(cfg, csi=replace(cfg.csi, proxy_rules=False))
     if what == "no-capacity-tracking":

@@ -48,3 +48,14 @@ def test_nothing_to_judge_without_a_selected_node_a_provisioner_or_the_node() ->
 
 def test_an_affinity_rewritten_after_provisioning_is_not_the_provisioners_placement() -> None:
     assert provisioned_away_from_selected(_claim(), _pv("zone-b", rewritten_by="kubectl-patch"), NODE) is None
+
+
+def test_a_restore_or_clone_may_land_where_its_source_is() -> None:
+    """A copy is judged by the snapshot suite, not by this rule: the requisite allows the
+    source's zone, and pvchaos-csi keeps copies there (docs/csi-driver.md)."""
+    for source in ({"kind": "VolumeSnapshot", "name": "s", "apiGroup": "snapshot.storage.k8s.io"},
+                   {"kind": "PersistentVolumeClaim", "name": "src"}):
+        claim = _claim()
+        claim["spec"]["dataSource"] = source
+        assert provisioned_away_from_selected(claim, _pv("zone-b"), NODE) is None
+    assert provisioned_away_from_selected(_claim(), _pv("zone-b"), NODE) is not None, "a plain claim still fails"

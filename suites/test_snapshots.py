@@ -1,0 +1,220 @@
+"""Snapshots, restores and clones, from the scheduling side (issue 37): where a restored or
+cloned volume lands, what a pod pinned elsewhere gets, and which objects outlive which.
+
+Upstream's components do the work: the snapshot-controller binds a VolumeSnapshot to its
+content, the driver's csi-snapshotter cuts it (CreateSnapshot), and the external-provisioner
+turns a claim whose `dataSource` is a VolumeSnapshot or a claim into CreateVolume with a
+content source. Where the copy may go is the driver's answer to the provisioner's
+accessibility requirements: pvchaos-csi keeps a copy in its source's zone or node
+(docs/csi-driver.md), a cloud driver may restore a snapshot in any zone. So a test asserts
+what holds for every driver (the pod runs where its volume is, the bytes are the source's,
+an impossible placement is explained), and pvchaos-csi's own placement only for it
+(capability pvchaos-csi-control). Bytes are compared on real kubelets only: KWOK nodes
+mount nothing.
+"""
+
+from __future__ import annotations
+
+import allure
+import pytest
+
+from pvchaos.conformance.topology_class import TopologyClass
+from pvchaos.kit import expect as x
+from pvchaos.kit import measure
+from pvchaos.kit.workspace import Workspace
+from pvchaos.kube import builders as b
+from pvchaos.kube import kinds
+from pvchaos.kube import objects as o
+from pvchaos.kube.kinds import Obj
+from pvchaos.kube.poll import poll_until
+from pvchaos.kube.wait import holds_for, wait_for, wait_gone
+
+pytestmark = [allure.epic("Snapshots and clones"), pytest.mark.needs("dynamic-zonal")]
+
+TEST_IMAGE = "pvchaos.local/busybox:1"  # built into the kind node image (tools/nodeimage)
+# Writes 64 KiB of random bytes once and prints their checksum; a reader prints the checksum it finds.
+WRITER = ("test -f /data/0/payload || head -c 65536 /dev/urandom > /data/0/payload; sync; "
+          "sha256sum /data/0/payload; exec sleep 3600")
+READER = "sha256sum /data/0/payload || echo missing /data/0/payload; exec sleep 3600"
+PINNING = (TopologyClass.ZONE, TopologyClass.NODE, TopologyClass.REGION, TopologyClass.GROUP)
+READY_TIMEOUT = 90.0
+
+
+def _shell_pod(ws: Workspace, name: str, claim: str, script: str, node_selector: dict[str, str] | None = None) -> Obj:
+    pod = b.pod(name, (claim,), node_selector=node_selector)
+    if ws.cluster.has("real-kubelet"):
+        pod["spec"]["containers"][0].update({"image": TEST_IMAGE, "command": ["sh", "-c", script]})
+    return ws.create(pod)
+
+
+def _checksum(ws: Workspace, pod: str) -> str | None:
+    """The payload's checksum as the pod read it through its volume (real kubelets only)."""
+    if not ws.cluster.has("real-kubelet"):
+        return None
+
+    def printed() -> str | None:
+        lines = [ln.split() for ln in kinds.pod_log(ws.kube, pod, ws.namespace).splitlines()]
+        return next((p[0] for p in lines if len(p) == 2 and p[1] == "/data/0/payload"), None)
+    return poll_until(printed, 30, f"pod {pod} prints the checksum of /data/0/payload", interval=0.5)
+
+
+def _source(ws: Workspace) -> tuple[str, str, str | None]:
+    """A claim of the driver's class written by a pod on the first node of the first
+    domain; returns (class, that domain, the payload's checksum)."""
+    topo = ws.topology()
+    sc = ws.storage_class("snap-src")
+    ws.create(b.persistent_volume_claim("source", "1Gi", sc))
+    first = ws.node()
+    _shell_pod(ws, "writer", "source", WRITER, ws.pin(first))
+    x.pod_runs(ws, "writer", timeout=120)
+    domain = topo.domain_of(o.name(first)) if topo.key else ""
+    return sc, domain, _checksum(ws, "writer")
+
+
+@allure.step("VolumeSnapshot {name} of {claim} is ready to use")
+def _snapshot(ws: Workspace, name: str, claim: str, snapshot_class: str) -> Obj:
+    """A VolumeSnapshot of the claim, once readyToUse; its content is bound to it."""
+    ws.create(b.volume_snapshot(name, claim, snapshot_class))
+    snap = wait_for(ws.kube, "VolumeSnapshot", name, lambda s: (s.get("status") or {}).get("readyToUse") is True,
+                    f"VolumeSnapshot {name} of {claim}: status.readyToUse true (snapshot-controller and the "
+                    f"driver's csi-snapshotter)", ws.namespace, READY_TIMEOUT)
+    content = (snap.get("status") or {}).get("boundVolumeSnapshotContentName")
+    x.expect(bool(content) and ws.get("VolumeSnapshotContent", str(content)) is not None,
+             f"VolumeSnapshot {name} names its VolumeSnapshotContent", snap, ws=ws)
+    return snap
+
+
+def _restored_claim(ws: Workspace, name: str, sc: str, kind: str, source: str) -> None:
+    ws.create(b.with_data_source(b.persistent_volume_claim(name, "1Gi", sc), kind, source))
+
+
+def _lands_with_its_source(ws: Workspace, claim: str, domain: str) -> None:
+    """pvchaos-csi keeps a copy in its source's domain; for another driver where the copy
+    went is recorded, not asserted (a cloud snapshot may be restored in any zone)."""
+    topo = ws.topology()
+    if not topo.key:
+        return
+    if ws.cluster.has("pvchaos-csi-control"):
+        x.volume_within(ws, claim, [domain])
+    else:
+        _, where = x.volume_pinned(ws, claim)
+        measure.note(f"{claim}: in the source's {topo.key}", str(where == domain).lower())
+
+
+@allure.feature("Snapshots")
+@allure.story("a restore holds the source's bytes, and its pod runs where the restored volume is")
+@pytest.mark.needs("snapshots")
+def test_restore_has_the_source_bytes_and_its_pod_follows_the_volume(ws: Workspace) -> None:
+    sc, domain, written = _source(ws)
+    _snapshot(ws, "snap", "source", ws.snapshot_class())
+    _restored_claim(ws, "restored", sc, "VolumeSnapshot", "snap")
+    _shell_pod(ws, "reader", "restored", READER)  # not pinned: the scheduler and the copy decide
+    x.pod_runs(ws, "reader", timeout=120)
+    x.runs_where_its_volume_is(ws, "reader", "restored")
+    _lands_with_its_source(ws, "restored", domain)
+    read = _checksum(ws, "reader")
+    x.expect(read == written, f"the restored volume holds the bytes the source had when it was snapshotted "
+             f"(sha256 {written}), read {read}", ws.get("Pod", "reader"), ws=ws)
+
+
+@allure.feature("Snapshots")
+@allure.story("a restore for a pod pinned to another domain: placed there, or Pending with the reason")
+@pytest.mark.needs("snapshots", "zones")
+def test_restore_for_a_pod_pinned_elsewhere(ws: Workspace) -> None:
+    """The incident: a snapshot of a zone-a volume restored for a pod that must run in
+    zone-b. With WaitForFirstConsumer the provisioner asks for the pinned node's domain first
+    but (without --strict-topology) allows every domain; a driver whose copy stays with its
+    source puts the volume in zone-a, and the pod can then never run (volume node affinity
+    conflict, explained as POD_PINNED_AWAY_FROM_VOLUME). A driver that restores across zones
+    runs the pod in zone-b; one that refuses says ProvisioningFailed. No other outcome is right."""
+    x.applies_to(ws, *PINNING)
+    topo = ws.topology()
+    assert topo.key is not None
+    sc, domain, _ = _source(ws)
+    _snapshot(ws, "snap", "source", ws.snapshot_class())
+    other = next(v for v in topo.domains if v != domain)
+    _restored_claim(ws, "restored", sc, "VolumeSnapshot", "snap")
+    with allure.step(f"a pod limited to {topo.key}={other}, the snapshot's source in {domain}"):
+        _shell_pod(ws, "reader", "restored", READER, {topo.key: other})
+    if ws.cluster.has("pvchaos-csi-control"):
+        x.volume_within(ws, "restored", [domain])
+        x.pod_unschedulable(ws, "reader", "NODE_AFFINITY_CONFLICT", timeout=90)
+        holds_for(ws.kube, "Pod", lambda s: next((f"pod reader runs on {o.node_name(p)}" for p in s.values()
+                                                  if o.name(p) == "reader" and o.node_name(p)), None),
+                  5, "the pinned pod stays unscheduled", ws.namespace)
+        x.explained_as(ws, "reader", "POD_PINNED_AWAY_FROM_VOLUME")
+        return
+    outcome = _pinned_restore_outcome(ws, "reader", "restored", other)
+    measure.note("outcome", outcome)
+
+
+def _pinned_restore_outcome(ws: Workspace, pod: str, claim: str, other: str) -> str:
+    """Which of the three honest outcomes a vendor's driver gave (waits for one, bounded)."""
+    def seen() -> str | None:
+        p = ws.get("Pod", pod) or {}
+        if o.phase(p) == "Running":
+            return "restored-in-the-pinned-domain"
+        for event in kinds.events_for(ws.kube, p):
+            if event.get("reason") == "FailedScheduling" and "node affinity conflict" in event.get("message", ""):
+                return "volume-node-affinity-conflict"
+        c = ws.get("PersistentVolumeClaim", claim) or {"metadata": {"name": claim, "namespace": ws.namespace}}
+        c.setdefault("kind", "PersistentVolumeClaim")
+        if any(e.get("reason") == "ProvisioningFailed" for e in kinds.events_for(ws.kube, c)):
+            return "provisioning-failed"
+        return None
+    outcome = poll_until(seen, 120, f"pod {pod} runs in {other}, or the scheduler or the provisioner says why not",
+                         interval=1.0)
+    if outcome == "restored-in-the-pinned-domain":
+        x.runs_where_its_volume_is(ws, pod, claim)
+    return outcome
+
+
+@allure.feature("Snapshots")
+@allure.story("a snapshot outlives its source: the source's claim and volume are deleted, the restore still works")
+@pytest.mark.needs("snapshots")
+def test_snapshot_outlives_its_source(ws: Workspace) -> None:
+    sc, domain, written = _source(ws)
+    snap = _snapshot(ws, "snap", "source", ws.snapshot_class())
+    source_pv = o.spec(x.claim_bound(ws, "source")).get("volumeName")
+    ws.delete("Pod", "writer")
+    ws.delete("PersistentVolumeClaim", "source")
+    wait_gone(ws.kube, "PersistentVolume", str(source_pv), None, 60)
+    content = snap["status"]["boundVolumeSnapshotContentName"]
+    still = ws.get("VolumeSnapshot", "snap") or {}
+    x.expect((still.get("status") or {}).get("readyToUse") is True
+             and ws.get("VolumeSnapshotContent", content) is not None,
+             f"VolumeSnapshot snap and its content {content} are still there and ready after the source's PV "
+             f"{source_pv} was deleted", still, ws=ws)
+    _restored_claim(ws, "restored", sc, "VolumeSnapshot", "snap")
+    _shell_pod(ws, "reader", "restored", READER)
+    x.pod_runs(ws, "reader", timeout=120)
+    _lands_with_its_source(ws, "restored", domain)
+    read = _checksum(ws, "reader")
+    x.expect(read == written, f"the restore made after the source was deleted holds its bytes (sha256 {written}), "
+             f"read {read}", ws.get("Pod", "reader"), ws=ws)
+
+
+@allure.feature("Snapshots")
+@allure.story("deleting a snapshot of a Delete class removes its content")
+@pytest.mark.needs("snapshots")
+def test_deleting_a_snapshot_removes_its_content(ws: Workspace) -> None:
+    _source(ws)
+    snap = _snapshot(ws, "snap", "source", ws.snapshot_class())
+    content = snap["status"]["boundVolumeSnapshotContentName"]
+    ws.delete("VolumeSnapshot", "snap", timeout=READY_TIMEOUT)
+    wait_gone(ws.kube, "VolumeSnapshotContent", content, None, READY_TIMEOUT)
+
+
+@allure.feature("Clones")
+@allure.story("a clone holds the source's bytes, and its pod runs where the cloned volume is")
+@pytest.mark.needs("clones")
+def test_clone_has_the_source_bytes_and_its_pod_follows_the_volume(ws: Workspace) -> None:
+    sc, domain, written = _source(ws)
+    _restored_claim(ws, "clone", sc, "PersistentVolumeClaim", "source")
+    _shell_pod(ws, "reader", "clone", READER)
+    x.pod_runs(ws, "reader", timeout=120)
+    x.runs_where_its_volume_is(ws, "reader", "clone")
+    _lands_with_its_source(ws, "clone", domain)
+    read = _checksum(ws, "reader")
+    x.expect(read == written, f"the clone holds the source's bytes (sha256 {written}), read {read}",
+             ws.get("Pod", "reader"), ws=ws)
