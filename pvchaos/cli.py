@@ -33,6 +33,7 @@ from pvchaos.runner import os_error_text, run_request
 from pvchaos.tools.build import BuildError, ensure_binaries
 from pvchaos.tools.csi_driver import ensure_csi_driver
 from pvchaos.tools.csi_sidecars import ensure_csi_sidecars
+from pvchaos.tools.csi_snapshotter import ensure_snapshot_components
 from pvchaos.tools.docker_engine import EngineError, ensure_engine, stop_engine
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
@@ -74,6 +75,9 @@ def _build(args: argparse.Namespace) -> int:
     print(f"pvchaos-csi\t{ensure_csi_driver()}")
     print(f"csi-provisioner\t{sidecars.provisioner}")
     print(f"csi-attacher\t{sidecars.attacher}")
+    snapshots = ensure_snapshot_components()  # and external-snapshotter's two components
+    print(f"csi-snapshotter\t{snapshots.snapshotter}")
+    print(f"snapshot-controller\t{snapshots.controller}")
     return 0
 
 

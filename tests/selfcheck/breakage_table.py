@@ -211,6 +211,9 @@ TABLE: dict[str, Entry] = {
     f"{KV}::test_affinity_tightened_then_the_pod_restarts_on_its_node": _none(
         f"{_KIND_ONLY}; on kind, PVCHAOS_CHAOS_BREAK=wrong-kubelet-table (the table says the kubelet refuses) "
         "makes it fail (docs/self-verification.md#the-kubelet-half-of-kep-5381)"),
+    f"{ZO}::test_replica_on_a_volume_of_the_down_zone_waits_for_it": _e(
+        "volumebinding", "the VolumeBinding plugin keeps the replacement off nodes its bound volume's affinity "
+                         "excludes (and without it the replica's claim is never provisioned)"),
     f"{ZO}::test_single_zone_outage_evicts_that_zone": _e(
         "taint-eviction", "the taint-eviction controller evicts the down zone's pods"),
     f"{ZO}::test_all_zones_down_evicts_nothing": _e(
