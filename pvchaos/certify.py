@@ -65,7 +65,8 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 # driver-generic: a test that does not apply to the driver (its topology class, a
 # capability it lacks) skips naming why.
 TIERS: dict[str, tuple[str, ...]] = {
-    "core": ("binding_modes", "csi_topology", "spreading", "capacity", "pv_affinity_mutation", "reclaim", "fs_group"),
+    "core": ("binding_modes", "csi_topology", "spreading", "capacity", "pv_affinity_mutation", "reclaim", "fs_group",
+             "snapshots"),
     "disruption": ("node_failure", "attach_detach", "zone_outage", "real_kubelet", "csi_faults"),
     "scale": ("volume_stress",),
 }

@@ -332,7 +332,7 @@ EXERCISING_SUITES: dict[str, str] = {
     "volume-limits": "csi_topology", "fsgroup": "fs_group",
     "expansion": "none yet (external-resizer is not served here; issue 37)",
     "volume-mode Block": "none yet (issue 37)", "access-mode ReadWriteMany": "none yet",
-    "snapshots": "none yet (issue 37)", "clones": "none yet (issue 37)",
+    "snapshots": "snapshots", "clones": "snapshots",
 }
 
 

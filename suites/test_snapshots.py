@@ -18,6 +18,7 @@ from __future__ import annotations
 import allure
 import pytest
 
+from pvchaos.conformance import messages
 from pvchaos.conformance.topology_class import TopologyClass
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
@@ -104,6 +105,7 @@ def _lands_with_its_source(ws: Workspace, claim: str, domain: str) -> None:
 @allure.feature("Snapshots")
 @allure.story("a restore holds the source's bytes, and its pod runs where the restored volume is")
 @pytest.mark.needs("snapshots")
+@pytest.mark.quick
 def test_restore_has_the_source_bytes_and_its_pod_follows_the_volume(ws: Workspace) -> None:
     sc, domain, written = _source(ws)
     _snapshot(ws, "snap", "source", ws.snapshot_class())
@@ -155,7 +157,8 @@ def _pinned_restore_outcome(ws: Workspace, pod: str, claim: str, other: str) -> 
         if o.phase(p) == "Running":
             return "restored-in-the-pinned-domain"
         for event in kinds.events_for(ws.kube, p):
-            if event.get("reason") == "FailedScheduling" and "node affinity conflict" in event.get("message", ""):
+            if event.get("reason") == "FailedScheduling" and messages.matches(
+                    "NODE_AFFINITY_CONFLICT", event.get("message", ""), ws.cluster.minor):
                 return "volume-node-affinity-conflict"
         c = ws.get("PersistentVolumeClaim", claim) or {"metadata": {"name": claim, "namespace": ws.namespace}}
         c.setdefault("kind", "PersistentVolumeClaim")
@@ -197,6 +200,7 @@ def test_snapshot_outlives_its_source(ws: Workspace) -> None:
 @allure.feature("Snapshots")
 @allure.story("deleting a snapshot of a Delete class removes its content")
 @pytest.mark.needs("snapshots")
+@pytest.mark.exercises("snapshots")  # no restore: the snapshot's life is the evidence
 def test_deleting_a_snapshot_removes_its_content(ws: Workspace) -> None:
     _source(ws)
     snap = _snapshot(ws, "snap", "source", ws.snapshot_class())

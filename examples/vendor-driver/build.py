@@ -4,8 +4,8 @@ There is no registry here, so each image is made the way `docker import` makes o
 root filesystem holding one static binary, with its entrypoint) and written with
 `docker save`: pvchaos's own CSI driver `pvchaos-csi` (also the node plugin's registration
 sidecar: `pvchaos-csi registrar` stands in for upstream's node-driver-registrar, which the
-Go module proxy here does not serve), and upstream's external-provisioner and
-external-attacher, all three built from Go modules by pvchaos (cached). The other example
+Go module proxy here does not serve), and upstream's external-provisioner,
+external-attacher and csi-snapshotter, all built from Go modules by pvchaos (cached). The other example
 packages link this file and images/ (they run the same images with other flags).
 
 Run: .venv/bin/python examples/vendor-driver/build.py   (prints the archives written)
@@ -24,6 +24,7 @@ from pvchaos.tools.binary_image import digest as _digest  # noqa: E402
 from pvchaos.tools.binary_image import rootfs  # noqa: E402
 from pvchaos.tools.csi_driver import ensure_csi_driver  # noqa: E402
 from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars  # noqa: E402
+from pvchaos.tools.csi_snapshotter import SNAPSHOTTER_VERSION, ensure_snapshot_components  # noqa: E402
 from pvchaos.tools.docker_engine import docker, ensure_engine, last_line, owned_engine, stop_engine  # noqa: E402
 
 IMAGES = HERE / "images"
@@ -46,6 +47,7 @@ def main() -> int:
         ("pvchaos-csi", "0.1.0", ensure_csi_driver()),
         ("csi-provisioner", PROVISIONER.version, sidecars.provisioner),
         ("csi-attacher", ATTACHER.version, sidecars.attacher),
+        ("csi-snapshotter", SNAPSHOTTER_VERSION, ensure_snapshot_components().snapshotter),
     ]
     IMAGES.mkdir(exist_ok=True)
     # an archive is current when it was made from this very binary (its digest beside it):

@@ -356,11 +356,15 @@ def spawn_snapshots(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, st
     if not binaries.snapshots:
         return {}
     assert binaries.snapshotter is not None and binaries.snapshot_controller is not None
-    procs = {SNAPSHOT_CONTROLLER: start(SNAPSHOT_CONTROLLER,
-                                        snapshot_controller_args(binaries.snapshot_controller, kubeconfig), None)}
+    procs = spawn_snapshot_controller(kubeconfig, binaries.snapshot_controller, start)
     if options is None or not options.fault_no_copies:
         procs[SNAPSHOTTER] = start(SNAPSHOTTER, snapshotter_args(binaries.snapshotter, paths, kubeconfig), None)
     return procs
+
+
+def spawn_snapshot_controller(kubeconfig: Path, binary: Path, start: Starter) -> dict[str, subprocess.Popen[bytes]]:
+    """The cluster's half of snapshots alone (a vendor's package brings its csi-snapshotter)."""
+    return {SNAPSHOT_CONTROLLER: start(SNAPSHOT_CONTROLLER, snapshot_controller_args(binary, kubeconfig), None)}
 
 
 def install_snapshot_api(kube: Kube, crds: Sequence[Path], timeout: float = START_TIMEOUT) -> None:
@@ -396,6 +400,11 @@ def await_stack(paths: CsiPaths, procs: dict[str, subprocess.Popen[bytes]], time
     log (the caller stops the rest)."""
     _await(CONTROLLER, procs[CONTROLLER], paths.log(CONTROLLER), lambda: _socket_answers(paths.driver_socket), timeout)
     _await(PROXY, procs[PROXY], paths.log(PROXY), lambda: _socket_answers(paths.socket), timeout)
+    await_logged(paths, procs, timeout)
+
+
+def await_logged(paths: CsiPaths, procs: dict[str, subprocess.Popen[bytes]], timeout: float = START_TIMEOUT) -> None:
+    """Until each sidecar or controller among `procs` logs that it started (READY_LOG)."""
     for component in (c for c in (PROVISIONER, ATTACHER, SNAPSHOTTER, SNAPSHOT_CONTROLLER) if c in procs):
         log = paths.log(component)
         _await(component, procs[component], log, lambda log=log, c=component: _log_says(log, READY_LOG[c]),  # type: ignore[misc]

@@ -165,10 +165,12 @@ def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S
                 kcm_flags: dict[str, str] | None = None, kubelet: dict[str, Any] | None = None,
                 zones_dir: str | Path | None = kind_csi.ZONES_PLACEHOLDER,
                 zone_path: str = kind_csi.NODE_ZONE_DIR,
-                every_node_mounts: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
-    """A kind v1alpha4 Cluster: one control plane, then the topology's nodes as workers in
-    order, each registered under its topology name and, with `zones_dir` (CSI), mounting
-    its zone's shared volume directory `<zones_dir>/<zone>` (kind_csi.py)."""
+                every_node_mounts: Sequence[dict[str, str]] = (),
+                plane_mounts: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+    """A kind v1alpha4 Cluster: one control plane (with `plane_mounts`), then the topology's
+    nodes as workers in order, each registered under its topology name and, with
+    `zones_dir` (CSI), mounting its zone's shared volume directory `<zones_dir>/<zone>`
+    (kind_csi.py)."""
     topology = topology or Topology()
     minor = parse_version(k8s_version)
     gates = default_gates(k8s_version) if feature_gates is None else dict(feature_gates)
@@ -192,8 +194,8 @@ def kind_config(topology: Topology | None = None, k8s_version: str = DEFAULT_K8S
     cfg["networking"] = {"ipFamily": "ipv4", "disableDefaultCNI": True, "kubeProxyMode": "none"}
     cfg["kubeadmConfigPatches"] = patches
     plane: dict[str, Any] = {"role": "control-plane", "image": image}
-    if every_node_mounts:
-        plane["extraMounts"] = [dict(m) for m in every_node_mounts]
+    if every_node_mounts or plane_mounts:
+        plane["extraMounts"] = [*(dict(m) for m in plane_mounts), *(dict(m) for m in every_node_mounts)]
     nodes: list[dict[str, Any]] = [plane]
     for spec in topology.nodes():
         worker: dict[str, Any] = {"role": "worker", "image": image, "labels": _node_labels(spec.labels)}
@@ -585,10 +587,15 @@ class KindBackend:
         # directory, mounted in every node (wherever its pod runs): vendor_proxy.py
         proxy_dir = ([{"hostPath": str(csi.paths_for(self.directory).root), "containerPath": vendor_proxy.CONTROLLER_DIR}]
                      if self.vendor is not None else [])
+        # ...and the control plane sees every zone's stand-in storage, as a zonal storage
+        # system's control API reaches all its zones: a vendor's controller pinned there
+        # makes, copies (snapshots, clones) and deletes volumes in it
+        all_zones = ([{"hostPath": str(kind_csi.zones_dir(self.directory)), "containerPath": kind_csi.VENDOR_ZONES_DIR}]
+                     if self.vendor is not None else [])
         return kind_config(self.topology, self.k8s_version, self.image or IMAGE_PLACEHOLDER, self.feature_gates,
                            self.kcm_flags, zones_dir=kind_csi.zones_dir(self.directory) if self.shares_zones else None,
                            zone_path=kind_csi.NODE_ZONE_DIR if self.runs_csi else kind_csi.VENDOR_ZONE_DIR,
-                           every_node_mounts=proxy_dir)
+                           every_node_mounts=proxy_dir, plane_mounts=all_zones)
 
     def proxy_wiring(self, image: str = "pvchaos.dev/certify/pvchaos-csi-proxy:unbuilt") -> vendor_proxy.ProxyWiring | None:
         """The vendor's manifests with the CSI fault proxy in front of its sockets (None
@@ -620,6 +627,8 @@ class KindBackend:
                 assert self.directory is not None
                 kind_csi.csi_paths(self.directory)  # a socket path too long is refused here
                 self._csi_binaries()
+            elif self.vendor is not None and self.vendor.package.runs_snapshotter:
+                ensure_snapshot_components()
         except (EngineError, BuildError) as exc:
             raise ClusterError(str(exc)) from None
         listed = self._kind("get", "clusters", timeout=60)
@@ -690,6 +699,8 @@ class KindBackend:
                 self._start_csi()
             elif self.vendor is not None:
                 self._await_nodes_ready()
+                if self.vendor.package.runs_snapshotter:
+                    self._start_snapshot_api()
                 self._install_vendor(self.vendor)
             else:
                 self._await_nodes_ready()
@@ -748,6 +759,21 @@ class KindBackend:
         finally:
             kube.api.close()
         _log(f"{csi.DRIVER_NAME} registered by the kubelet on {len(workers)} workers ({waited:.1f}s after Ready)")
+
+    def _start_snapshot_api(self) -> None:
+        """The cluster's half of snapshots for a vendor's package that runs csi-snapshotter,
+        as a cluster add-on is deployed: upstream's CRDs, then the snapshot-controller (on the
+        host, beside where pvchaos-csi's stack would run), before the package is applied."""
+        assert self.directory is not None
+        snapshots = ensure_snapshot_components()  # cached by prepare()
+        paths = kind_csi.csi_paths(self.directory)
+        kube = connect(self.kubeconfig)
+        try:
+            csi.install_snapshot_api(kube, snapshots.crds)
+        finally:
+            kube.api.close()
+        book = kind_csi.host_stack_book(self.directory, tie_to_parent=not self.detached)
+        csi.await_logged(paths, csi.spawn_snapshot_controller(self.kubeconfig, snapshots.controller, book.start))
 
     def _install_vendor(self, vendor: VendorStorage) -> None:
         """The vendor's images into every node, its manifests applied in name order, then the
@@ -948,6 +974,9 @@ class KindBackend:
                 caps.add(Capability.ATTACH)
             if not self.vendor.package.provisions_immediate:
                 caps.add(Capability.WFFC_ONLY)
+            if self.vendor.package.runs_snapshotter:
+                caps.add(Capability.SNAPSHOTS)
+            caps.add(Capability.CLONES)  # the external-provisioner passes a claim source on
             wiring = self.proxy_wiring()
             if wiring is not None and wiring.wired:
                 caps |= {Capability.CSI_PROXY, Capability.CSI_PROXY_VENDOR}
@@ -1033,12 +1062,16 @@ class KindProvider:
     def missing_details(self, request: ClusterRequest, defaults: ClusterDefaults,
                         hooks: ProvideHooks) -> dict[str, str]:
         backend = KindBackend.for_request(request, defaults, cluster="pvchaos")
-        if backend.vendor is not None and not backend.vendor.package.attach_required:
-            return {Capability.ATTACH: f"driver {backend.vendor.driver}'s CSIDriver sets attachRequired false"}
-        if backend.vendor is not None:
-            return {Capability.HARNESS_DRIVER: f"driver {backend.vendor.driver} is a vendor's, not pvchaos-csi",
-                    Capability.PROVISIONING_FAILURES: "only the harness's own drivers fail on pvchaos.dev/fail-*"}
-        return {}
+        if backend.vendor is None:
+            return {}
+        driver = backend.vendor.driver
+        details: dict[str, str] = {Capability.HARNESS_DRIVER: f"driver {driver} is a vendor's, not pvchaos-csi",
+                   Capability.PROVISIONING_FAILURES: "only the harness's own drivers fail on pvchaos.dev/fail-*"}
+        if not backend.vendor.package.attach_required:
+            details[Capability.ATTACH] = f"driver {driver}'s CSIDriver sets attachRequired false"
+        if not backend.vendor.package.runs_snapshotter:
+            details[Capability.SNAPSHOTS] = f"driver {driver}'s package runs no csi-snapshotter sidecar: not supported"
+        return details
 
     def provide(self, options: Any, request: ClusterRequest, defaults: ClusterDefaults,
                 hooks: ProvideHooks) -> tuple[ClusterHandle, Teardown | None]:

@@ -84,6 +84,8 @@ def zones_dir(directory: Path) -> Path:
 # a stand-in for a zone's network storage, which a test package of a zonal driver whose
 # real backend cannot run here may use (examples/vendor-driver does; docs/certify.md).
 VENDOR_ZONE_DIR = "/var/lib/pvchaos/zone-storage"
+# On the control plane of a vendor's cluster: every zone's directory, `<this>/<zone>`
+VENDOR_ZONES_DIR = "/var/lib/pvchaos/zones"
 
 
 def zone_mounts(zones: str | Path, zone: str, container_path: str = NODE_ZONE_DIR) -> list[dict[str, Any]]:

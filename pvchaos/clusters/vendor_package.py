@@ -89,6 +89,13 @@ class DriverPackage:
         return True
 
     @property
+    def runs_snapshotter(self) -> bool:
+        """A container of the package runs upstream's csi-snapshotter sidecar (by its image
+        name, as vendors ship it): the driver's part of snapshots; the cluster brings the
+        CRDs and the snapshot-controller."""
+        return any("csi-snapshotter" in normalise_image(i).rsplit("/", 1)[-1] for w in self.workloads for i in w.images)
+
+    @property
     def controllers(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if w.kind != "DaemonSet")
 

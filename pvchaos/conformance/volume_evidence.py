@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from pvchaos.conformance.types import KubeObject
 
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+# a claim's dataSource kind -> the capability a volume of the driver made from it shows
+# (a restore needs a snapshot the driver cut and reported ready)
+_COPY_WORDS = {"VolumeSnapshot": "snapshots", "PersistentVolumeClaim": "clones"}
 
 __all__ = ["Evidence", "evidence"]
 
@@ -30,6 +33,7 @@ class Evidence:
     access_modes: frozenset[str] = field(default_factory=frozenset)
     volume_modes: frozenset[str] = field(default_factory=frozenset)
     pinned: int = 0  # of those, PVs whose nodeAffinity the driver's topology set
+    copies: frozenset[str] = field(default_factory=frozenset)  # "snapshots" (a restore), "clones"
 
     def exercised(self) -> list[str]:
         """The capability words this evidence shows (certification rows, Allure labels)."""
@@ -44,6 +48,7 @@ class Evidence:
             words.append("publish")
         words += [f"access-mode {m}" for m in sorted(self.access_modes)]
         words += [f"volume-mode {m}" for m in sorted(self.volume_modes)]
+        words += sorted(self.copies)
         return words
 
     def merge(self, other: Evidence) -> Evidence:
@@ -51,7 +56,8 @@ class Evidence:
         seen twice), so counts take the larger, modes the union."""
         return Evidence(max(self.provisioned, other.provisioned), max(self.attached, other.attached),
                         max(self.published, other.published), self.access_modes | other.access_modes,
-                        self.volume_modes | other.volume_modes, max(self.pinned, other.pinned))
+                        self.volume_modes | other.volume_modes, max(self.pinned, other.pinned),
+                        self.copies | other.copies)
 
     def line(self) -> str:
         return f"provisioned {self.provisioned}, attached {self.attached}, published {self.published}"
@@ -85,7 +91,10 @@ def evidence(driver: str, claims: Iterable[KubeObject], pvs: Iterable[KubeObject
     """The evidence of one test: its namespace's claims and pods, and the cluster's PVs and
     VolumeAttachments. Only PVs of `driver` that it provisioned count; `published` needs
     real kubelets (KWOK's pods run without mounting anything)."""
+    claims = list(claims)
     claim_names = {str(_meta(c).get("name")) for c in claims}
+    source_kind = {str(_meta(c).get("name")): str(((c.get("spec") or {}).get("dataSource") or {}).get("kind") or "")
+                   for c in claims}
     by_name = {str(_meta(pv).get("name")): pv for pv in pvs}
     mine: dict[str, KubeObject] = {}
     claim_of: dict[str, str] = {}
@@ -115,6 +124,7 @@ def evidence(driver: str, claims: Iterable[KubeObject], pvs: Iterable[KubeObject
         access_modes=frozenset(m for pv in mine.values() for m in (pv.get("spec") or {}).get("accessModes") or []),
         volume_modes=frozenset(str((pv.get("spec") or {}).get("volumeMode") or "Filesystem") for pv in mine.values()),
         pinned=sum(1 for pv in mine.values() if (pv.get("spec") or {}).get("nodeAffinity")),
+        copies=frozenset(_COPY_WORDS[k] for v in mine if (k := source_kind.get(claim_of[v], "")) in _COPY_WORDS),
     )
 
 

@@ -9,7 +9,8 @@ copy, which then builds as upstream's repository does. The CRDs are the client m
 `config/crd` files, as upstream's install instructions apply them. Binaries land in
 `<cache>/bin/<name>-<version>/<name>`, like the other sidecars (pvchaos/tools/csi_sidecars.py).
 
-Not wired into any cluster yet (docs/csi-driver.md says what is left).
+pvchaos/clusters/csi.py applies the CRDs and starts both components beside pvchaos-csi's
+stack on the local and kind backends.
 """
 
 from __future__ import annotations
@@ -28,11 +29,16 @@ SNAPSHOTTER_VERSION = "v8.7.0"
 SNAPSHOTTER = Sidecar("csi-snapshotter", SNAPSHOTTER_MODULE, SNAPSHOTTER_VERSION, "./cmd/csi-snapshotter")
 SNAPSHOT_CONTROLLER = Sidecar("snapshot-controller", SNAPSHOTTER_MODULE, SNAPSHOTTER_VERSION, "./cmd/snapshot-controller")
 SNAPSHOT_COMPONENTS = (SNAPSHOTTER, SNAPSHOT_CONTROLLER)
-# The VolumeSnapshot API (snapshot.storage.k8s.io/v1), in the order they may be applied;
-# the group snapshot CRDs beside them are alpha and left out.
+# The VolumeSnapshot API (snapshot.storage.k8s.io/v1) and the group snapshot API
+# (groupsnapshot.storage.k8s.io/v1, GA in v8), in the order of the module's own
+# config/crd/kustomization.yaml, as upstream installs them. Both components wait up to
+# --retry-crd-interval-max (30 s) for the group CRDs at start when they are missing.
 CRD_FILES = ("snapshot.storage.k8s.io_volumesnapshotclasses.yaml",
              "snapshot.storage.k8s.io_volumesnapshotcontents.yaml",
-             "snapshot.storage.k8s.io_volumesnapshots.yaml")
+             "snapshot.storage.k8s.io_volumesnapshots.yaml",
+             "groupsnapshot.storage.k8s.io_volumegroupsnapshotclasses.yaml",
+             "groupsnapshot.storage.k8s.io_volumegroupsnapshotcontents.yaml",
+             "groupsnapshot.storage.k8s.io_volumegroupsnapshots.yaml")
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ def package(tmp_path: Path) -> Path:
         shutil.copy(f, root / f.name)
     image_archive(root / "images" / "all.tar", ["pvchaos.dev/vendor/pvchaos-csi:0.1.0",
                                                 "pvchaos.dev/vendor/csi-provisioner:v6.4.0",
-                                                "pvchaos.dev/vendor/csi-attacher:v4.13.0"])
+                                                "pvchaos.dev/vendor/csi-attacher:v4.13.0",
+                                                "pvchaos.dev/vendor/csi-snapshotter:v8.7.0"])
     return root
 
 
@@ -57,6 +58,7 @@ def test_the_example_package_reads(package: Path) -> None:
     assert p.profile is not None and p.profile.name == "profile.yaml"
     assert p.profile not in p.manifests
     assert {w.kind for w in p.workloads} == {"Deployment", "DaemonSet"}
+    assert p.runs_snapshotter, "its controller runs upstream's csi-snapshotter"
 
 
 def test_no_manifests_is_refused(tmp_path: Path) -> None:

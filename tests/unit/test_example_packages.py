@@ -16,7 +16,7 @@ from pvchaos.clusters import vendor_package as pkg
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PACKAGES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir() and any(p.glob("*.yaml")))
 BUILT = {"pvchaos.dev/vendor/pvchaos-csi:0.1.0", "pvchaos.dev/vendor/csi-provisioner:v6.4.0",
-         "pvchaos.dev/vendor/csi-attacher:v4.13.0"}
+         "pvchaos.dev/vendor/csi-attacher:v4.13.0", "pvchaos.dev/vendor/csi-snapshotter:v8.7.0"}
 # package -> the one driver flag that breaks it (None: a correct driver)
 FAULTS = {"vendor-driver": None, "vendor-driver-broken": "--fault-no-topology",
           "vendor-never-attaches": "--fault-never-attach", "vendor-unenforced-limit": "--fault-attach-limit=2",
@@ -98,11 +98,20 @@ def test_the_node_local_package_provisions_per_node_with_its_own_key() -> None:
 
 
 @pytest.mark.parametrize("package", PACKAGES)
-def test_no_package_advertises_snapshots_that_no_suite_exercises(package: str) -> None:
-    """pvchaos-csi advertises snapshots and clones by default; while certify has no suite for
-    them, a package advertising them could never be CERTIFIED, so each one turns them off."""
-    from pvchaos.certify_package import EXERCISING_SUITES
-
-    if not EXERCISING_SUITES["snapshots"].startswith("none yet"):
-        pytest.skip("a snapshot suite exists: a package may advertise snapshots again")
-    assert "--snapshots=false" in args_of(package), f"{package}: its pvchaos-csi advertises snapshots"
+def test_a_package_advertises_snapshots_only_with_the_means_to_exercise_them(package: str) -> None:
+    """pvchaos-csi advertises snapshots and clones unless --snapshots=false. A package that
+    leaves them on must run csi-snapshotter, ship a VolumeSnapshotClass and name it in its
+    profile with both capabilities declared, or certify could not exercise them (and would
+    rightly not certify); one that turns them off declares neither."""
+    advertises = "--snapshots=false" not in args_of(package)
+    images = {c["image"] for _, spec in pod_specs(package) for c in spec["containers"]}
+    profile = yaml.safe_load((EXAMPLES / package / "profile.yaml").read_text())
+    caps = profile["DriverInfo"]["Capabilities"]
+    classes = [d for f in sorted((EXAMPLES / package).glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())
+               if isinstance(d, dict) and d.get("kind") == "VolumeSnapshotClass"]
+    if advertises:
+        assert any("csi-snapshotter" in i for i in images), f"{package}: no csi-snapshotter sidecar"
+        assert [c["metadata"]["name"] for c in classes] == [profile["SnapshotClass"]["FromExistingClassName"]]
+        assert caps.get("snapshotDataSource") is True and caps.get("pvcDataSource") is True
+    else:
+        assert not caps.get("snapshotDataSource") and not caps.get("pvcDataSource") and not classes

@@ -65,3 +65,15 @@ def test_readings_of_one_test_merge_without_counting_a_volume_twice() -> None:
     assert (both.provisioned, both.attached, both.published, both.pinned) == (3, 3, 2, 3)
     assert both.access_modes == {"ReadWriteOnce", "ReadWriteOncePod"} and both.volume_modes == {"Block"}
     assert Evidence().merge(Evidence()).exercised() == []
+
+
+def test_a_restore_shows_snapshots_and_a_clone_clones_only_for_the_drivers_volumes() -> None:
+    restored = {**claim("r", "pv-r"), "spec": {"volumeName": "pv-r", "dataSource": {"kind": "VolumeSnapshot"}}}
+    cloned = {**claim("c", "pv-c"), "spec": {"volumeName": "pv-c", "dataSource": {"kind": "PersistentVolumeClaim"}}}
+    foreign = {**claim("f", "pv-f"), "spec": {"volumeName": "pv-f", "dataSource": {"kind": "VolumeSnapshot"}}}
+    pvs = [pv("pv-r"), pv("pv-c"), pv("pv-f", driver="other.csi")]
+    e = evidence(DRIVER, [restored, cloned, foreign], pvs, [], [], False)
+    assert e.copies == {"snapshots", "clones"} and e.exercised()[-2:] == ["clones", "snapshots"]
+    assert evidence(DRIVER, [cloned], pvs, [], [], False).merge(
+        evidence(DRIVER, [restored], pvs, [], [], False)).copies == {"snapshots", "clones"}
+    assert evidence(DRIVER, [foreign], pvs, [], [], False).copies == frozenset(), "another driver's restore is not ours"
