@@ -360,6 +360,12 @@ def driver_capabilities(d: Discovery, profile: DriverProfile | None) -> dict[str
         caps["snapshots"] = "ControllerGetCapabilities CREATE_DELETE_SNAPSHOT"
     if "CLONE_VOLUME" in controller:
         caps["clones"] = "ControllerGetCapabilities CLONE_VOLUME"
+    # the controller service is not asked where only the node plugin's socket is reachable:
+    # what the profile declares counts as well
+    if "snapshots" not in caps and profile is not None and profile.has("snapshotDataSource"):
+        caps["snapshots"] = "profile capability snapshotDataSource"
+    if "clones" not in caps and profile is not None and profile.has("pvcDataSource"):
+        caps["clones"] = "profile capability pvcDataSource"
     if profile is not None and profile.has("RWX"):
         caps["access-mode ReadWriteMany"] = "profile capability RWX"
     if profile is not None and profile.has("block"):

@@ -125,9 +125,21 @@ def test_statefulset_zonal_volume_moves_within_zone(ws: Workspace) -> None:
 @allure.story("local volume: the replacement stays Pending until the node returns, then runs there")
 @pytest.mark.needs("static-pv")
 def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
-    sc = x.local_class_with_pv_per_node(ws)
+    _replica_waits_for_its_node(ws, x.local_class_with_pv_per_node(ws))
+
+
+@allure.feature("StatefulSet on a lost node")
+@allure.story("the driver's node-pinned volume: the replacement stays Pending until the node returns, then runs there")
+@pytest.mark.needs("dynamic-zonal")
+def test_statefulset_on_a_node_pinned_volume_waits_for_its_node(ws: Workspace) -> None:
+    """The same as with a local PV, on a volume of the driver itself: its own class for a
+    per-node driver, its node-local class otherwise (pvchaos-csi's)."""
+    _replica_waits_for_its_node(ws, x.node_pinned_class(ws))
+
+
+def _replica_waits_for_its_node(ws: Workspace, sc: str) -> None:
     ws.create(b.statefulset("db", 1, sc))
-    first = x.pod_runs(ws, "db-0")
+    first = x.pod_runs(ws, "db-0", timeout=120)
     node = node_name(first) or ""
     failed = chaos_nodes.fail_node(ws, node)
     wait_node_unreachable(ws, node)
@@ -139,7 +151,7 @@ def test_statefulset_local_volume_waits_for_its_node(ws: Workspace) -> None:
                  f"the lost node is excluded by its taint: {ev.get('message')}")
     t0 = time.monotonic()
     failed.restore()
-    pod = x.pod_runs(ws, "db-0", timeout=90)
+    pod = x.pod_runs(ws, "db-0", timeout=120)
     measure.since("recovery seconds", t0)
     x.expect(pod["spec"]["nodeName"] == node, f"the replacement returns to {node}", pod, ws=ws)
 

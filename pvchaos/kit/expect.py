@@ -371,6 +371,18 @@ def bound_pair(ws: Workspace, affinity: Obj | None, claim: str = "data", capacit
     return bound_volume(ws, claim)
 
 
+def node_pinned_class(ws: Workspace, hint: str = "node-pinned") -> str:
+    """A class of the driver whose volumes are pinned to one node: its own class for a
+    node-class driver, else its node-local class; skips naming why a driver has neither."""
+    if ws.topology().cls == tc.TopologyClass.NODE:
+        return ws.storage_class(hint)
+    missing = ws.driver.missing("dynamic-local")
+    if missing is not None:
+        pytest.skip(f"{missing}; the test needs volumes pinned to one node (the driver's topology class is "
+                    f"{ws.topology().cls.value})")
+    return ws.local_class(hint)
+
+
 @allure.step("StatefulSet {name} with {replicas} replica(s) on the driver's class")
 def dynamic_statefulset(ws: Workspace, name: str, replicas: int = 1, request: str = "1Gi",
                         pod_spec_extra: Obj | None = None) -> str:

@@ -320,3 +320,23 @@ def test_static_pvs_are_mountable_on_an_existing_cluster_of_real_kubelets() -> N
     kwok = {"metadata": {"name": "zone-a-2", "annotations": {"kwok.x-k8s.io/node": "fake"}}}
     assert real_kubelets([real, {"metadata": {"name": "cp"}}])
     assert not real_kubelets([real, kwok]) and not real_kubelets([])
+
+
+def test_declared_snapshots_and_clones_must_be_exercised_where_the_controller_is_not_asked() -> None:
+    """Discovery asks the node plugin's socket; a controller-only capability the profile
+    declares (snapshotDataSource, pvcDataSource) is still one the run must exercise."""
+    from pvchaos.drivers.profile import parse_profile
+
+    profile = parse_profile({"StorageClass": {"FromName": True}, "SnapshotClass": {"FromName": True},
+                             "DriverInfo": {"Name": DRIVER, "Capabilities": {"snapshotDataSource": True,
+                                                                             "pvcDataSource": True}}}, "p.yaml", None)
+    caps = pkg.driver_capabilities(pkg.Discovery(DRIVER), profile)
+    assert caps["snapshots"] == "profile capability snapshotDataSource" and caps["clones"].startswith("profile")
+    discovered = pkg.driver_capabilities(pkg.Discovery(DRIVER, controller_capabilities=("CREATE_DELETE_SNAPSHOT",)),
+                                         profile)
+    assert discovered["snapshots"] == "ControllerGetCapabilities CREATE_DELETE_SNAPSHOT", "discovery comes first"
+    results = [cresult("snapshots", "r", "passed", ("dynamic-provisioning", "snapshots"), "provisioned 2, attached 0, "
+                       "published 0")]
+    rows = pkg.suite_rows(results, ["snapshots"], lambda _: "core")
+    by = {r.capability: r for r in pkg.capability_rows(caps, results, ("core",), lambda _: "core", rows)}
+    assert by["snapshots"].outcome == "exercised" and by["clones"].outcome == "not exercised"
