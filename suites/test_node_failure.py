@@ -18,8 +18,9 @@ from pvchaos.kit import measure
 from pvchaos.kit.node_health import wait_node_ready, wait_node_unreachable, wait_taint_gone
 from pvchaos.kit.workspace import Workspace
 from pvchaos.kube import builders as b
+from pvchaos.kube import objects as o
 from pvchaos.kube.objects import UNREACHABLE, has_taint, node_name, terminating, uid, zone
-from pvchaos.kube.wait import wait_for, wait_for_event
+from pvchaos.kube.wait import wait_for, wait_for_event, wait_for_state, wait_gone
 
 # Drivers whose volume another node can use: not the node class, whose volume stays with the
 # lost node (test_statefulset_local_volume_waits_for_its_node is that case).
@@ -154,6 +155,40 @@ def _replica_waits_for_its_node(ws: Workspace, sc: str) -> None:
     pod = x.pod_runs(ws, "db-0", timeout=120)
     measure.since("recovery seconds", t0)
     x.expect(pod["spec"]["nodeName"] == node, f"the replacement returns to {node}", pod, ws=ws)
+
+
+@allure.feature("Generic ephemeral volume on a lost node")
+@allure.story("the evicted pod's claim goes with it; its replacement gets a claim of its own and runs elsewhere")
+@pytest.mark.needs("dynamic-zonal")
+def test_generic_ephemeral_volume_follows_its_pod_off_a_lost_node(ws: Workspace) -> None:
+    """A Deployment's pod with a generic ephemeral volume (a WaitForFirstConsumer claim per
+    pod, owned by it): the lost node's taint evicts the pod (toleration 0), the garbage
+    collector deletes its claim, and the replacement pod gets a new claim, provisioned for
+    wherever it is scheduled, so it is not stranded with the old volume. (A StatefulSet
+    pod keeps its name, and its old claim would block the new one until collected.)"""
+    sc = ws.storage_class("ephemeral")
+    ws.create(b.ephemeral_deployment("web", sc, pod_spec_extra={"tolerations": [b.unreachable_toleration(0)]}))
+    first = x.all_reach(ws, "Pod", 1, lambda p: o.phase(p) == "Running", "Running", timeout=120)[0]
+    old_claim, node = f"{o.name(first)}-data", node_name(first) or ""
+    owner = (x.claim_bound(ws, old_claim).get("metadata") or {}).get("ownerReferences") or [{}]
+    x.expect(owner[0].get("kind") == "Pod" and owner[0].get("uid") == uid(first),
+             f"claim {old_claim} is made for pod {o.name(first)} and owned by it", ws=ws)
+    t0 = time.monotonic()
+    failed = chaos_nodes.fail_node(ws, node)
+    wait_node_unreachable(ws, node)
+    pod = wait_for_state(ws.kube, "Pod", lambda st: next((p for p in st.values() if uid(p) != uid(first)
+                                                         and o.phase(p) == "Running"), None),
+                         "a replacement pod Running", ws.namespace, timeout=120)
+    measure.since("replacement Running seconds", t0)
+    new_claim = f"{o.name(pod)}-data"
+    x.claim_bound(ws, new_claim)
+    x.expect(new_claim != old_claim and node_name(pod) != node,
+             f"the replacement {o.name(pod)} runs on another node than {node} with its own claim {new_claim}", pod,
+             ws=ws)
+    x.runs_where_its_volume_is(ws, o.name(pod), new_claim)
+    wait_gone(ws.kube, "PersistentVolumeClaim", old_claim, ws.namespace, 60)
+    failed.restore()
+    wait_node_ready(ws, node)
 
 
 @allure.feature("Non-graceful node shutdown")

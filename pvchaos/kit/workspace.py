@@ -31,7 +31,7 @@ from pvchaos.kube.kinds import Obj
 from pvchaos.kube.wait import wait_gone
 
 # deleting these ends what a test did with the driver's volumes (Workspace.before_delete)
-_VOLUME_USERS = frozenset({"PersistentVolumeClaim", "Pod", "StatefulSet"})
+_VOLUME_USERS = frozenset({"PersistentVolumeClaim", "Pod", "StatefulSet", "Deployment"})
 
 
 @dataclass(frozen=True)

@@ -236,6 +236,24 @@ def pod(name: str, claims: tuple[str, ...] = (), node_selector: dict[str, str] |
     return {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(name, labels, annotations), "spec": spec}
 
 
+def ephemeral_deployment(name: str, storage_class: str, request: str = "1Gi", pod_spec_extra: Obj | None = None) -> Obj:
+    """A one-replica Deployment of a pause pod with a generic ephemeral volume `data`: the
+    ephemeral-volume controller makes each pod its own claim (`<pod>-data`, owned by the
+    pod), WaitForFirstConsumer like any claim of the class, and it goes with the pod."""
+    match = {"app": name}
+    template = {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                "resources": {"requests": {"storage": request}}}
+    spec: Obj = {
+        "containers": [{"name": "app", "image": PAUSE_IMAGE, "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+        "terminationGracePeriodSeconds": 0,
+        "volumes": [{"name": "data", "ephemeral": {"volumeClaimTemplate": {"spec": template}}}],
+        **(pod_spec_extra or {}),
+    }
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": match},
+                     "template": {"metadata": {"labels": match}, "spec": spec}}}
+
+
 def statefulset(name: str, replicas: int, storage_class: str, request: str = "1Gi",
                 pod_spec_extra: Obj | None = None, labels: dict[str, str] | None = None) -> Obj:
     """A StatefulSet of pause pods, each with one claim from `storage_class`."""

@@ -63,6 +63,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("VolumeAttachment", "storage", "volume_attachment", False),
     Kind("CSIStorageCapacity", "storage", "csi_storage_capacity", True),
     Kind("StatefulSet", "apps", "stateful_set", True),
+    Kind("Deployment", "apps", "deployment", True),
     Kind("Lease", "coordination", "lease", True),
     Kind("PriorityClass", "scheduling", "priority_class", False),
     Kind("VolumeSnapshot", "custom", "volume_snapshot", True, (SNAPSHOT_GROUP, "v1", "volumesnapshots")),

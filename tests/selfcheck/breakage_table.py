@@ -121,6 +121,9 @@ TABLE: dict[str, Entry] = {
     f"{NF}::test_statefulset_zonal_volume_moves_within_zone": _e(
         "node-lifecycle", "the node-lifecycle controller marks the lost node unreachable, which the test waits for "
         "before it force-deletes the replica"),
+    f"{NF}::test_generic_ephemeral_volume_follows_its_pod_off_a_lost_node": _e(
+        "taint-eviction", "the taint-eviction controller evicts the pod from the lost node; without it no replacement "
+                          "(and no claim of its own) is ever made"),
     f"{NF}::test_statefulset_on_a_node_pinned_volume_waits_for_its_node": _e(
         "volumebinding", "the VolumeBinding plugin keeps the replacement off nodes its node-pinned volume excludes "
                          "(and without it the claim is never provisioned)"),
