@@ -89,6 +89,21 @@ def _restored_claim(ws: Workspace, name: str, sc: str, kind: str, source: str) -
     ws.create(b.with_data_source(b.persistent_volume_claim(name, "1Gi", sc), kind, source))
 
 
+def _copy_is_read(ws: Workspace, claim: str, sc: str, kind: str, source: str, domain: str, written: str | None,
+                  what: str) -> None:
+    """A claim made from `source`, read by an unpinned pod (the scheduler and the copy
+    decide where): the pod runs where the copy is, the copy lands where the driver puts
+    copies, and on real kubelets it holds the bytes written before (`written`)."""
+    _restored_claim(ws, claim, sc, kind, source)
+    _shell_pod(ws, "reader", claim, READER)
+    x.pod_runs(ws, "reader", timeout=120)
+    x.runs_where_its_volume_is(ws, "reader", claim)
+    _lands_with_its_source(ws, claim, domain)
+    read = _checksum(ws, "reader")
+    x.expect(read == written, f"{what} holds the source's bytes (sha256 {written}), read {read}",
+             ws.get("Pod", "reader"), ws=ws)
+
+
 def _lands_with_its_source(ws: Workspace, claim: str, domain: str) -> None:
     """pvchaos-csi keeps a copy in its source's domain; for another driver where the copy
     went is recorded, not asserted (a cloud snapshot may be restored in any zone)."""
@@ -109,14 +124,8 @@ def _lands_with_its_source(ws: Workspace, claim: str, domain: str) -> None:
 def test_restore_has_the_source_bytes_and_its_pod_follows_the_volume(ws: Workspace) -> None:
     sc, domain, written = _source(ws)
     _snapshot(ws, "snap", "source", ws.snapshot_class())
-    _restored_claim(ws, "restored", sc, "VolumeSnapshot", "snap")
-    _shell_pod(ws, "reader", "restored", READER)  # not pinned: the scheduler and the copy decide
-    x.pod_runs(ws, "reader", timeout=120)
-    x.runs_where_its_volume_is(ws, "reader", "restored")
-    _lands_with_its_source(ws, "restored", domain)
-    read = _checksum(ws, "reader")
-    x.expect(read == written, f"the restored volume holds the bytes the source had when it was snapshotted "
-             f"(sha256 {written}), read {read}", ws.get("Pod", "reader"), ws=ws)
+    _copy_is_read(ws, "restored", sc, "VolumeSnapshot", "snap", domain, written,
+                  "the restored volume (what the source had when it was snapshotted)")
 
 
 @allure.feature("Snapshots")
@@ -188,13 +197,8 @@ def test_snapshot_outlives_its_source(ws: Workspace) -> None:
              and ws.get("VolumeSnapshotContent", content) is not None,
              f"VolumeSnapshot snap and its content {content} are still there and ready after the source's PV "
              f"{source_pv} was deleted", still, ws=ws)
-    _restored_claim(ws, "restored", sc, "VolumeSnapshot", "snap")
-    _shell_pod(ws, "reader", "restored", READER)
-    x.pod_runs(ws, "reader", timeout=120)
-    _lands_with_its_source(ws, "restored", domain)
-    read = _checksum(ws, "reader")
-    x.expect(read == written, f"the restore made after the source was deleted holds its bytes (sha256 {written}), "
-             f"read {read}", ws.get("Pod", "reader"), ws=ws)
+    _copy_is_read(ws, "restored", sc, "VolumeSnapshot", "snap", domain, written,
+                  "the restore made after the source was deleted")
 
 
 @allure.feature("Snapshots")
@@ -214,11 +218,4 @@ def test_deleting_a_snapshot_removes_its_content(ws: Workspace) -> None:
 @pytest.mark.needs("clones")
 def test_clone_has_the_source_bytes_and_its_pod_follows_the_volume(ws: Workspace) -> None:
     sc, domain, written = _source(ws)
-    _restored_claim(ws, "clone", sc, "PersistentVolumeClaim", "source")
-    _shell_pod(ws, "reader", "clone", READER)
-    x.pod_runs(ws, "reader", timeout=120)
-    x.runs_where_its_volume_is(ws, "reader", "clone")
-    _lands_with_its_source(ws, "clone", domain)
-    read = _checksum(ws, "reader")
-    x.expect(read == written, f"the clone holds the source's bytes (sha256 {written}), read {read}",
-             ws.get("Pod", "reader"), ws=ws)
+    _copy_is_read(ws, "clone", sc, "PersistentVolumeClaim", "source", domain, written, "the clone")
