@@ -32,7 +32,7 @@ def test_existing_backend_runs_safe_suites_and_refuses_disruptive(foreign_kubeco
     assert code == 0, out[-3000:]
     assert re.search(r"\b17 passed\b", out), out[-2000:]
     refusals = re.findall(r"context 'pvchaos-foreign' is a cluster pvchaos did not create", out)
-    assert len(refusals) == 4, out[-3000:]  # every node_failure test refused, naming the context
+    assert len(refusals) == 6, out[-3000:]  # every node_failure test refused, naming the context
     kube = connect(foreign_kubeconfig)
     try:
         deadline = time.monotonic() + 60
