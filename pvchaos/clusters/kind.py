@@ -749,12 +749,8 @@ class KindBackend:
             if binaries.snapshots:
                 csi.install_snapshot_api(kube, binaries.snapshot_crds)
                 procs.update(csi.spawn_snapshots(paths, self.kubeconfig, binaries, book.start, self.csi_options))
-        finally:
-            kube.api.close()
-        self._await_nodes_ready()
-        csi.await_stack(paths, procs)
-        kube = connect(self.kubeconfig)
-        try:
+            self._await_nodes_ready()
+            csi.await_stack(paths, procs)
             waited = kind_csi.await_registration(kube, self.engine, workers, self.csi_options, self.cluster)
         finally:
             kube.api.close()
