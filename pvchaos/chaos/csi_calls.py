@@ -43,6 +43,7 @@ class Rule:
     code: str = ""
     message: str = ""
     volume_id: str = ""
+    snapshot_id: str = ""
     node_id: str = ""
     name: str = ""
     segment: Mapping[str, str] = field(default_factory=dict)
@@ -139,16 +140,16 @@ def calls(cluster: ClusterHandle, where: str | None = None, rule: str | None = N
 
 @allure.step("CSI call fault on {method}")
 def csi_call_fault(ws: Target, method: str, *, action: str = "error", code: str = "", message: str = "",
-                   where: str | None = None, volume_id: str = "", node_id: str = "", name: str = "",
-                   segment: Mapping[str, str] | None = None, nth: int = 0, times: int = 0,
+                   where: str | None = None, volume_id: str = "", snapshot_id: str = "", node_id: str = "",
+                   name: str = "", segment: Mapping[str, str] | None = None, nth: int = 0, times: int = 0,
                    probability: float = 0.0, seed: int = 0, delay_ms: int = 0, rule_id: str = "") -> Fault:
     """A rule in the proxy of `where` (None: the controller side; a node name: that node's)
     that makes matching calls of `method` fail, wait, hang, lose their connection, or lose
     their reply after the driver acted. The handle's `touched` is (rule id, method)."""
     rule = Rule(id=rule_id or naming.unique("csi-fault"), method=method, action=action,
                 code=code, message=message or (f"pvchaos fault: {action} {code}".strip() if code else ""),
-                volume_id=volume_id, node_id=node_id, name=name, segment=dict(segment or {}), nth=nth,
-                times=times, probability=probability, seed=seed, delay_ms=delay_ms)
+                volume_id=volume_id, snapshot_id=snapshot_id, node_id=node_id, name=name,
+                segment=dict(segment or {}), nth=nth, times=times, probability=probability, seed=seed, delay_ms=delay_ms)
     files = _Files(ws.cluster, where)
     side = "controller side" if where is None else f"node {where}"
 

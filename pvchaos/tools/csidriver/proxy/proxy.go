@@ -215,6 +215,7 @@ func Decode(method string, data []byte) (Call, map[string]any) {
 	}
 	summary := driver.RequestSummary(msg)
 	call.VolumeID, _ = summary["volume_id"].(string)
+	call.SnapshotID, _ = summary["snapshot_id"].(string)
 	call.NodeID, _ = summary["node_id"].(string)
 	call.Name, _ = summary["name"].(string)
 	if r, ok := msg.(interface {

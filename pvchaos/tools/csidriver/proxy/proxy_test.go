@@ -293,3 +293,17 @@ func TestACallWaitsForADriverThatStartsLater(t *testing.T) {
 		t.Fatalf("a call made before the driver listens: %v %v; want it answered once the driver is up", info, err)
 	}
 }
+
+func TestSnapshotIDSelectsDeleteSnapshot(t *testing.T) {
+	f := start(t)
+	f.setRules(t, Rule{Method: "DeleteSnapshot", SnapshotID: "snap-2", Action: ActionError, Code: "Unavailable"})
+	remove := func(id string) codes.Code {
+		_, err := csi.NewControllerClient(f.conn).DeleteSnapshot(context.Background(),
+			&csi.DeleteSnapshotRequest{SnapshotId: id})
+		return status.Code(err)
+	}
+	// the fake driver has no DeleteSnapshot: a forwarded call is its Unimplemented
+	if remove("snap-2") != codes.Unavailable || remove("snap-1") != codes.Unimplemented {
+		t.Fatal("snapshot_id selector: want snap-2 refused by the rule and snap-1 forwarded")
+	}
+}

@@ -34,13 +34,14 @@ const (
 // Rule selects calls and says what happens to them. Empty selectors match anything.
 type Rule struct {
 	ID          string            `json:"id,omitempty"`
-	Method      string            `json:"method"`              // "/csi.v1.Node/NodeStageVolume" or "NodeStageVolume"
-	VolumeID    string            `json:"volume_id,omitempty"` // the request's volume_id
-	NodeID      string            `json:"node_id,omitempty"`   // the request's node_id (ControllerPublish/Unpublish)
-	Name        string            `json:"name,omitempty"`      // the request's name (CreateVolume: the PV name)
-	Segment     map[string]string `json:"segment,omitempty"`   // CreateVolume: the first preferred topology (the selected node's) has these
-	Nth         int               `json:"nth,omitempty"`       // only the nth matching call (1-based)
-	Times       int               `json:"times,omitempty"`     // fire at most this many times (0: always)
+	Method      string            `json:"method"`                // "/csi.v1.Node/NodeStageVolume" or "NodeStageVolume"
+	VolumeID    string            `json:"volume_id,omitempty"`   // the request's volume_id
+	SnapshotID  string            `json:"snapshot_id,omitempty"` // the request's snapshot_id (DeleteSnapshot)
+	NodeID      string            `json:"node_id,omitempty"`     // the request's node_id (ControllerPublish/Unpublish)
+	Name        string            `json:"name,omitempty"`        // the request's name (CreateVolume: the PV name)
+	Segment     map[string]string `json:"segment,omitempty"`     // CreateVolume: the first preferred topology (the selected node's) has these
+	Nth         int               `json:"nth,omitempty"`         // only the nth matching call (1-based)
+	Times       int               `json:"times,omitempty"`       // fire at most this many times (0: always)
 	Probability float64           `json:"probability,omitempty"`
 	Seed        int64             `json:"seed,omitempty"`
 	Action      string            `json:"action"`
@@ -117,11 +118,12 @@ func Parse(data []byte) ([]Rule, error) {
 
 // Call is what a rule is matched against.
 type Call struct {
-	Method   string
-	VolumeID string
-	NodeID   string
-	Name     string
-	Segment  map[string]string
+	Method     string
+	VolumeID   string
+	SnapshotID string
+	NodeID     string
+	Name       string
+	Segment    map[string]string
 }
 
 func (r Rule) selects(c Call) bool {
@@ -129,7 +131,7 @@ func (r Rule) selects(c Call) bool {
 		return false
 	}
 	if (r.VolumeID != "" && r.VolumeID != c.VolumeID) || (r.NodeID != "" && r.NodeID != c.NodeID) ||
-		(r.Name != "" && r.Name != c.Name) {
+		(r.Name != "" && r.Name != c.Name) || (r.SnapshotID != "" && r.SnapshotID != c.SnapshotID) {
 		return false
 	}
 	for k, v := range r.Segment {
