@@ -15,9 +15,12 @@ mount nothing.
 
 from __future__ import annotations
 
+import time
+
 import allure
 import pytest
 
+from pvchaos.chaos.csi_calls import calls, csi_call_fault
 from pvchaos.conformance import messages
 from pvchaos.conformance.topology_class import TopologyClass
 from pvchaos.kit import expect as x
@@ -28,7 +31,7 @@ from pvchaos.kube import kinds
 from pvchaos.kube import objects as o
 from pvchaos.kube.kinds import Obj
 from pvchaos.kube.poll import poll_until
-from pvchaos.kube.wait import holds_for, wait_for, wait_gone
+from pvchaos.kube.wait import holds_for, wait_for_event, wait_gone
 
 pytestmark = [allure.epic("Snapshots and clones"), pytest.mark.needs("dynamic-zonal")]
 
@@ -39,6 +42,8 @@ WRITER = ("test -f /data/0/payload || head -c 65536 /dev/urandom > /data/0/paylo
 READER = "sha256sum /data/0/payload || echo missing /data/0/payload; exec sleep 3600"
 PINNING = (TopologyClass.ZONE, TopologyClass.NODE, TopologyClass.REGION, TopologyClass.GROUP)
 READY_TIMEOUT = 90.0
+DELETE_SNAPSHOT = "/csi.v1.Controller/DeleteSnapshot"
+CONTENT_FINALIZER = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
 
 
 def _shell_pod(ws: Workspace, name: str, claim: str, script: str, node_selector: dict[str, str] | None = None) -> Obj:
@@ -70,19 +75,6 @@ def _source(ws: Workspace) -> tuple[str, str, str | None]:
     x.pod_runs(ws, "writer", timeout=120)
     domain = topo.domain_of(o.name(first)) if topo.key else ""
     return sc, domain, _checksum(ws, "writer")
-
-
-@allure.step("VolumeSnapshot {name} of {claim} is ready to use")
-def _snapshot(ws: Workspace, name: str, claim: str, snapshot_class: str) -> Obj:
-    """A VolumeSnapshot of the claim, once readyToUse; its content is bound to it."""
-    ws.create(b.volume_snapshot(name, claim, snapshot_class))
-    snap = wait_for(ws.kube, "VolumeSnapshot", name, lambda s: (s.get("status") or {}).get("readyToUse") is True,
-                    f"VolumeSnapshot {name} of {claim}: status.readyToUse true (snapshot-controller and the "
-                    f"driver's csi-snapshotter)", ws.namespace, READY_TIMEOUT)
-    content = (snap.get("status") or {}).get("boundVolumeSnapshotContentName")
-    x.expect(bool(content) and ws.get("VolumeSnapshotContent", str(content)) is not None,
-             f"VolumeSnapshot {name} names its VolumeSnapshotContent", snap, ws=ws)
-    return snap
 
 
 def _restored_claim(ws: Workspace, name: str, sc: str, kind: str, source: str) -> None:
@@ -123,7 +115,7 @@ def _lands_with_its_source(ws: Workspace, claim: str, domain: str) -> None:
 @pytest.mark.quick
 def test_restore_has_the_source_bytes_and_its_pod_follows_the_volume(ws: Workspace) -> None:
     sc, domain, written = _source(ws)
-    _snapshot(ws, "snap", "source", ws.snapshot_class())
+    x.snapshot_ready(ws, "snap", "source", ws.snapshot_class(), READY_TIMEOUT)
     _copy_is_read(ws, "restored", sc, "VolumeSnapshot", "snap", domain, written,
                   "the restored volume (what the source had when it was snapshotted)")
 
@@ -142,7 +134,7 @@ def test_restore_for_a_pod_pinned_elsewhere(ws: Workspace) -> None:
     topo = ws.topology()
     assert topo.key is not None
     sc, domain, _ = _source(ws)
-    _snapshot(ws, "snap", "source", ws.snapshot_class())
+    x.snapshot_ready(ws, "snap", "source", ws.snapshot_class(), READY_TIMEOUT)
     other = next(v for v in topo.domains if v != domain)
     _restored_claim(ws, "restored", sc, "VolumeSnapshot", "snap")
     with allure.step(f"a pod limited to {topo.key}={other}, the snapshot's source in {domain}"):
@@ -186,7 +178,7 @@ def _pinned_restore_outcome(ws: Workspace, pod: str, claim: str, other: str) -> 
 @pytest.mark.needs("snapshots")
 def test_snapshot_outlives_its_source(ws: Workspace) -> None:
     sc, domain, written = _source(ws)
-    snap = _snapshot(ws, "snap", "source", ws.snapshot_class())
+    snap = x.snapshot_ready(ws, "snap", "source", ws.snapshot_class(), READY_TIMEOUT)
     source_pv = o.spec(x.claim_bound(ws, "source")).get("volumeName")
     ws.delete("Pod", "writer")
     ws.delete("PersistentVolumeClaim", "source")
@@ -207,10 +199,73 @@ def test_snapshot_outlives_its_source(ws: Workspace) -> None:
 @pytest.mark.exercises("snapshots")  # no restore: the snapshot's life is the evidence
 def test_deleting_a_snapshot_removes_its_content(ws: Workspace) -> None:
     _source(ws)
-    snap = _snapshot(ws, "snap", "source", ws.snapshot_class())
+    snap = x.snapshot_ready(ws, "snap", "source", ws.snapshot_class(), READY_TIMEOUT)
     content = snap["status"]["boundVolumeSnapshotContentName"]
     ws.delete("VolumeSnapshot", "snap", timeout=READY_TIMEOUT)
     wait_gone(ws.kube, "VolumeSnapshotContent", content, None, READY_TIMEOUT)
+
+
+@allure.feature("Snapshots")
+@allure.story("the VolumeSnapshotClass deleted midway: the snapshot still restores, and deleting it removes its content")
+@pytest.mark.needs("snapshots")
+def test_snapshot_class_deleted_midway_strands_nothing(ws: Workspace) -> None:
+    """An operator removes the class after the snapshot was cut. Nothing needs it any more:
+    the external-provisioner restores from the VolumeSnapshot and its content (it never
+    reads the class), and csi-snapshotter deletes the content with the credentials the
+    content itself carries (v8.7.0 sidecar-controller deleteCSISnapshotOperation reads the
+    content's annotations, not the class)."""
+    sc, domain, written = _source(ws)
+    snapshot_class = ws.snapshot_class()
+    snap = x.snapshot_ready(ws, "snap", "source", snapshot_class, READY_TIMEOUT)
+    content = snap["status"]["boundVolumeSnapshotContentName"]
+    ws.delete("VolumeSnapshotClass", snapshot_class)
+    _copy_is_read(ws, "restored", sc, "VolumeSnapshot", "snap", domain, written,
+                  f"the restore made after VolumeSnapshotClass {snapshot_class} was deleted")
+    ws.delete("Pod", "reader")
+    ws.delete("PersistentVolumeClaim", "restored")  # a claim being restored holds the snapshot's source finalizer
+    ws.delete("VolumeSnapshot", "snap", timeout=READY_TIMEOUT)
+    wait_gone(ws.kube, "VolumeSnapshotContent", content, None, READY_TIMEOUT)
+
+
+@allure.feature("Snapshots")
+@allure.story("DeleteSnapshot fails (the driver unreachable midway): snapshot and content stay; both gone after restore")
+@pytest.mark.needs("snapshots", "csi-proxy")
+def test_delete_snapshot_failing_keeps_the_snapshot_until_restore(ws: Workspace) -> None:
+    """The driver answers DeleteSnapshot Unavailable, as a driver removed or unreachable
+    midway would (the CSI fault proxy, selecting only this snapshot's handle). With
+    deletionPolicy Delete the snapshot-controller keeps the VolumeSnapshot's bound
+    finalizer until its content is gone, and csi-snapshotter keeps the content's finalizer
+    until the driver deleted the snapshot (SnapshotDeleteError meanwhile): nothing is lost
+    from the API while the storage still holds the snapshot."""
+    _source(ws)
+    snap = x.snapshot_ready(ws, "snap", "source", ws.snapshot_class(), READY_TIMEOUT)
+    content_name = snap["status"]["boundVolumeSnapshotContentName"]
+    content = ws.get("VolumeSnapshotContent", content_name) or {}
+    handle = str((content.get("status") or {}).get("snapshotHandle"))
+    fault = csi_call_fault(ws, DELETE_SNAPSHOT, code="Unavailable", message="driver unreachable (pvchaos fault)",
+                           snapshot_id=handle)
+    ws.delete("VolumeSnapshot", "snap", wait=False)
+    wait_for_event(ws.kube, content, "Failed to delete snapshot", reason="SnapshotDeleteError", timeout=60)
+
+    def stranded(state: dict[str, Obj]) -> str | None:
+        now = state.get(content_name)
+        if now is None:
+            return f"VolumeSnapshotContent {content_name} is gone while DeleteSnapshot of {handle} fails"
+        if CONTENT_FINALIZER not in (now["metadata"].get("finalizers") or []):
+            return f"VolumeSnapshotContent {content_name} lost {CONTENT_FINALIZER} while DeleteSnapshot fails"
+        if ws.get("VolumeSnapshot", "snap") is None:
+            return "VolumeSnapshot snap is gone before its content"
+        return None
+    holds_for(ws.kube, "VolumeSnapshotContent", stranded, 5,
+              f"VolumeSnapshot snap and its content {content_name} stay while DeleteSnapshot fails")
+    refused = calls(ws.cluster, rule=fault.touched[0])
+    x.expect(len(refused) >= 1, f"csi-snapshotter asked DeleteSnapshot of {handle} and the proxy refused it "
+             f"({len(refused)} calls caught)", ws.get("VolumeSnapshotContent", content_name), ws=ws)
+    t0 = time.monotonic()
+    fault.restore()
+    wait_gone(ws.kube, "VolumeSnapshotContent", content_name, None, READY_TIMEOUT)
+    wait_gone(ws.kube, "VolumeSnapshot", "snap", ws.namespace, 30)
+    measure.since("fault lifted to snapshot deleted, seconds", t0)
 
 
 @allure.feature("Clones")

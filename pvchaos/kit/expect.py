@@ -49,6 +49,20 @@ def claim_bound(ws: Workspace, name: str, timeout: float = 60) -> Obj:
     return claim
 
 
+@allure.step("VolumeSnapshot {name} of {claim} is ready to use")
+def snapshot_ready(ws: Workspace, name: str, claim: str, snapshot_class: str, timeout: float = 90) -> Obj:
+    """A VolumeSnapshot of the claim, created and waited for until readyToUse, with its
+    VolumeSnapshotContent bound (the snapshot-controller and the driver's csi-snapshotter)."""
+    ws.create(b.volume_snapshot(name, claim, snapshot_class))
+    snap = wait_for(ws.kube, "VolumeSnapshot", name, lambda s: (s.get("status") or {}).get("readyToUse") is True,
+                    f"VolumeSnapshot {name} of {claim}: status.readyToUse true (snapshot-controller and the "
+                    f"driver's csi-snapshotter)", ws.namespace, timeout)
+    content = (snap.get("status") or {}).get("boundVolumeSnapshotContentName")
+    expect(bool(content) and ws.get("VolumeSnapshotContent", str(content)) is not None,
+           f"VolumeSnapshot {name} names its VolumeSnapshotContent", snap, ws=ws)
+    return snap
+
+
 def provisioned_where_selected(ws: Workspace, claim: Obj) -> None:
     """Placement is checked wherever it is determined (issue 26): a WaitForFirstConsumer
     volume must admit the node the scheduler selected for it. Without this, a provisioner
@@ -455,7 +469,8 @@ __all__ = ["ExpectationFailed", "WaitTimeout", "all_reach", "bound_pair", "bound
            "claim_bound", "claim_stays_pending", "dynamic_statefulset", "event", "expect", "label",
            "local_class_with_pv_per_node", "node_local_volume_released", "node_of", "phase_now", "pod_evicted",
            "pod_replaced", "pod_runs",
-           "pod_scheduled", "pod_unschedulable", "runs_where_its_volume_is", "statefulset_ready", "volume_phase"]
+           "pod_scheduled", "pod_unschedulable", "runs_where_its_volume_is", "snapshot_ready", "statefulset_ready",
+           "volume_phase"]
 
 
 # ---- pvchaos explain on the live cluster --------------------------------------------------
