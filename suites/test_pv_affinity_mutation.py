@@ -335,13 +335,24 @@ def test_retain_workflow_after_mutation(ws: Workspace, kubectl: Path) -> None:
 @allure.story("a dynamic volume of the driver moved to another node: still Bound, its running pod kept, a new pod "
               "follows the new affinity")
 @pytest.mark.needs("mutable-pv-affinity", "dynamic-zonal")
-def test_dynamic_volume_moved_stays_bound_and_new_pods_follow(ws: Workspace) -> None:
-    """KEP-5381 on a volume the driver provisioned (not a static stand-in): the operator
-    rewrites the PV's nodeAffinity to another node, as after a storage-side migration. The
-    PV keeps its phase and claimRef, the pod already running on the old node is not
-    evicted (IgnoredDuringExecution), and a new pod of the same claim is scheduled onto the
-    node the new affinity names, whatever the driver's topology class."""
-    ws.create(b.persistent_volume_claim("data", "1Gi", ws.storage_class("mutate", "WaitForFirstConsumer")))
+@pytest.mark.parametrize("source", ["provisioned", pytest.param("restored", marks=pytest.mark.needs("snapshots"))])
+def test_dynamic_volume_moved_stays_bound_and_new_pods_follow(ws: Workspace, source: str) -> None:
+    """KEP-5381 on a volume the driver made (not a static stand-in), provisioned empty or
+    restored from a snapshot (issue 37: the restored PV carries the affinity the copy got
+    from its source, and nothing else may differ): the operator rewrites the PV's
+    nodeAffinity to another node, as after a storage-side migration. The PV keeps its phase
+    and claimRef, the pod already running on the old node is not evicted
+    (IgnoredDuringExecution), and a new pod of the same claim is scheduled onto the node the
+    new affinity names, whatever the driver's topology class."""
+    sc = ws.storage_class("mutate", "WaitForFirstConsumer")
+    claim = b.persistent_volume_claim("data", "1Gi", sc)
+    if source == "restored":
+        ws.create(b.persistent_volume_claim("origin", "1Gi", sc))
+        ws.create(b.pod("writer", ("origin",)))
+        x.pod_runs(ws, "writer", timeout=120)
+        x.snapshot_ready(ws, "snap", "origin", ws.snapshot_class())
+        claim = b.with_data_source(claim, "VolumeSnapshot", "snap")
+    ws.create(claim)
     ws.create(b.pod("app", ("data",)))
     running = x.pod_runs(ws, "app", timeout=120)
     pv = x.bound_volume(ws, "data")
