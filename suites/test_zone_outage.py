@@ -26,7 +26,7 @@ from pvchaos.kube.kinds import Obj, list_objects
 from pvchaos.kube.objects import UNREACHABLE, gone_or_terminating, has_taint, name, node_name, terminating, uid, zone
 from pvchaos.kube.objects import ready as node_ready_status
 from pvchaos.kube.poll import poll_until
-from pvchaos.kube.wait import holds_for, wait_for, wait_for_state
+from pvchaos.kube.wait import holds_for, wait_for, wait_for_state, wait_gone
 
 pytestmark = [allure.epic("Node loss and recovery"), allure.feature("Zone outage"), pytest.mark.disruptive,
               pytest.mark.needs("node-failure", "zones")]
@@ -128,6 +128,48 @@ def test_replica_on_a_volume_of_the_down_zone_waits_for_it(ws: Workspace) -> Non
     measure.since("recovery seconds", t0)
     back = ws.get("Node", node_name(pod) or "")
     x.expect(zone(back) == home, f"the replacement runs in {home}, where its volume is", pod, back, ws=ws)
+
+
+@allure.story("a generic ephemeral volume in the down zone: the pod's claim goes with it, its replacement gets a new "
+              "claim in a healthy zone")
+@pytest.mark.needs("dynamic-zonal")
+def test_generic_ephemeral_volume_is_made_anew_outside_the_down_zone(ws: Workspace) -> None:
+    """A Deployment's pod with a generic ephemeral volume (a WaitForFirstConsumer claim per
+    pod, owned by it) in the zone that goes down: the zone's taint evicts the pod
+    (toleration 0), the garbage collector deletes its claim with it, and the replacement,
+    once the whole zone is tainted, is scheduled to a healthy zone and gets a claim of its
+    own provisioned there. Unlike a StatefulSet's claim (the test above) nothing ties it to
+    the down zone, so it must not wait for the zone."""
+    sc = ws.storage_class("ephemeral")
+    ws.create(b.ephemeral_deployment("web", sc, pod_spec_extra={"tolerations": [b.unreachable_toleration(0)]}))
+    first = x.all_reach(ws, "Pod", 1, lambda p: p["status"].get("phase") == "Running", "Running", timeout=120)[0]
+    old_claim = f"{name(first)}-data"
+    x.claim_bound(ws, old_claim)
+    home = zone(ws.get("Node", node_name(first) or ""))
+    assert home is not None
+    down = [name(n) for n in ws.nodes(home)]
+    bound = timings.zone_tainted(len(down), x.lifecycle(ws))
+    t0 = time.monotonic()
+    outage = chaos_nodes.zone_outage(ws, home)
+    wait_for_state(ws.kube, "Node", lambda st: True if len(_tainted(st, down)) == len(down) else None,
+                   f"every node of {home} tainted {UNREACHABLE}:NoExecute", timeout=bound.seconds + 30,
+                   timer="node-monitor-grace-period, node-eviction-rate")
+    # As in the test above, a replacement may first land on a sibling not tainted yet (and
+    # get a claim there, evicted in turn): the one judged runs outside the zone.
+    pod = wait_for_state(ws.kube, "Pod", lambda st: next(
+        (p for p in st.values() if uid(p) != uid(first) and p["status"].get("phase") == "Running"
+         and node_name(p) not in down and not terminating(p)), None),
+        f"a replacement of {name(first)} Running outside {home}", ws.namespace, timeout=120)
+    measure.since("outage to replacement Running seconds", t0)
+    new_claim = f"{name(pod)}-data"
+    x.claim_bound(ws, new_claim)
+    x.runs_where_its_volume_is(ws, name(pod), new_claim)
+    where = zone(ws.get("Node", node_name(pod) or ""))
+    x.expect(where != home, f"the replacement {name(pod)} runs in {where}, not the down {home}", pod, ws=ws)
+    wait_gone(ws.kube, "PersistentVolumeClaim", old_claim, ws.namespace, 60)
+    outage.restore()
+    for n in down:
+        wait_taint_gone(ws, n, UNREACHABLE, timeout=60)
 
 
 @allure.story("every zone down: master disruption mode stops tainting and evicting (an in-flight taint is measured)")
