@@ -71,6 +71,17 @@ API_QPS, API_BURST = 100, 200
 Starter = Callable[[str, list[str], dict[str, str] | None], subprocess.Popen[bytes]]
 
 
+# Why pvchaos-csi's stack cannot expand or modify volumes: upstream's external-resizer
+# (github.com/kubernetes-csi/external-resizer) is the one sidecar the Go module proxy here
+# does not serve (docs/csi-driver.md). A skip says so; a vendor package that ships csi-resizer
+# runs the expansion suite.
+_RESIZER_MISSING = ("upstream's external-resizer (csi-resizer), which pvchaos-csi's stack needs for it, is not served "
+                    "by this machine's Go module proxy; a vendor package that ships csi-resizer runs these tests")
+NO_RESIZER: dict[str, str] = {"expansion": _RESIZER_MISSING, "modify-volume": _RESIZER_MISSING}
+
+FS_GROUP_POLICIES = ("File", "None", "ReadWriteOnceWithFSType")  # CSIDriver spec.fsGroupPolicy
+
+
 @dataclass(frozen=True)
 class CsiOptions:
     """How the stack runs; upstream's defaults except where a test needs otherwise."""
@@ -97,10 +108,16 @@ class CsiOptions:
     # pvchaos-csi --snapshots=false and no csi-snapshotter, while the cluster still claims
     # snapshots and clones (a driver without copies; only the self-checks turn it on)
     fault_no_copies: bool = False
+    # The CSIDriver's fsGroupPolicy: File, as for any driver whose volumes are directories
+    # the kubelet can chown (upstream's csi-driver-host-path says the same); None or
+    # ReadWriteOnceWithFSType where a test asks (the csi_fs_group_policy cluster marker)
+    fs_group_policy: str = "File"
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:
             raise ValueError(f"max_volumes_per_node {self.max_volumes_per_node}: use 0 (no limit) or more")
+        if self.fs_group_policy not in FS_GROUP_POLICIES:
+            raise ValueError(f"fs_group_policy {self.fs_group_policy!r}: use one of {', '.join(FS_GROUP_POLICIES)}")
 
 
 @dataclass(frozen=True)
@@ -223,11 +240,12 @@ def attacher_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[str]:
 
 def csi_driver_object(options: CsiOptions) -> dict[str, Any]:
     """The CSIDriver: attach required (the attach/detach controller then makes
-    VolumeAttachments the external-attacher serves), pod info on mount, persistent only."""
+    VolumeAttachments the external-attacher serves), pod info on mount, persistent only,
+    and the fsGroupPolicy the options say."""
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
             "metadata": {"name": DRIVER_NAME, "labels": {OWNED_LABEL: "true"}},
             "spec": {"attachRequired": True, "podInfoOnMount": True,
-                     "storageCapacity": options.capacity_tracking,
+                     "storageCapacity": options.capacity_tracking, "fsGroupPolicy": options.fs_group_policy,
                      "volumeLifecycleModes": ["Persistent"]}}
 
 

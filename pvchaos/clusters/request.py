@@ -47,6 +47,7 @@ class ClusterRequest:
     csi_immediate_topology: bool = True
     csi_max_volumes_per_node: int = 0  # 0: the stack's default
     csi_capacity_poll_seconds: int = 0  # 0: the stack's default
+    csi_fs_group_policy: str = ""  # the CSIDriver's fsGroupPolicy; "": the stack's default (File)
 
     @classmethod
     def from_marker(cls, kwargs: dict[str, Any]) -> ClusterRequest:
@@ -68,7 +69,8 @@ class ClusterRequest:
             strict_topology=self.csi_strict_topology, immediate_topology=self.csi_immediate_topology,
             capacity_tracking=self.csi_capacity_tracking,
             max_volumes_per_node=self.csi_max_volumes_per_node or CsiOptions().max_volumes_per_node,
-            capacity_poll_seconds=self.csi_capacity_poll_seconds or CsiOptions().capacity_poll_seconds)
+            capacity_poll_seconds=self.csi_capacity_poll_seconds or CsiOptions().capacity_poll_seconds,
+            fs_group_policy=self.csi_fs_group_policy or CsiOptions().fs_group_policy)
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.__dict__.items() if v != getattr(ClusterRequest(), k)]
@@ -106,4 +108,5 @@ class CannotProvide(Exception):
 
 # what `shaped-clusters` backends start: the shape, the gates and how the CSI stack runs
 SHAPE_FIELDS = ("zones", "nodes_per_zone", "feature_gates", "csi_capacity_tracking", "csi_strict_topology",
-                "csi_immediate_topology", "csi_max_volumes_per_node", "csi_capacity_poll_seconds")
+                "csi_immediate_topology", "csi_max_volumes_per_node", "csi_capacity_poll_seconds",
+                "csi_fs_group_policy")

@@ -10,7 +10,11 @@ Loaded in a subprocess with `-p tests.selfcheck.chaos_breakage` and
   its claimRef cleared, as the blog post says; the suite must fail and show the diff;
 - `wrong-kubelet-table`: the kubelet-half table (conformance/kubelet_admission.py) claims
   every version's kubelet refuses a pod whose volume no longer allows its node; on kind,
-  where the kubelet starts it, suites/test_kubelet_volume_affinity.py must fail.
+  where the kubelet starts it, suites/test_kubelet_volume_affinity.py must fail;
+- `wrong-fs-group-change-table`: the fsGroupChangePolicy oracle
+  (conformance/fs_group_change.py) claims the kubelet walks every volume whatever the
+  policy, as if OnRootMismatch were ignored; on kind, where the kubelet skips a matching
+  root, suites/test_fs_group.py's OnRootMismatch test must fail.
 """
 
 from __future__ import annotations
@@ -22,12 +26,12 @@ import pytest
 
 from pvchaos.clusters.backend import ClusterHandle
 from pvchaos.clusters.local.cluster import LocalCluster
-from pvchaos.conformance import expectations, kubelet_admission
+from pvchaos.conformance import expectations, fs_group_change, kubelet_admission
 
 ENV = "PVCHAOS_CHAOS_BREAK"
 CONTROLLERS = {"node-lifecycle": "node-lifecycle-controller", "taint-eviction": "taint-eviction-controller"}
 BLOG_TABLE = {35: {"pv phase": "Available", "claimRef": "cleared", "claim phase": "Pending", "running pod": "kept"}}
-TABLES = ("wrong-mutation-table", "wrong-kubelet-table")
+TABLES = ("wrong-mutation-table", "wrong-kubelet-table", "wrong-fs-group-change-table")
 REFUSING_KUBELET = {35: kubelet_admission.Admission(kubelet_admission.REFUSES,
                                                     "wrong-kubelet-table: every kubelet refuses (a breakage)")}
 
@@ -45,6 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
         mp.setattr(expectations, "AFTER_PV_AFFINITY_MUTATION", BLOG_TABLE)
     if _what() == "wrong-kubelet-table":
         pytest.MonkeyPatch().setattr(kubelet_admission, "ADMISSION", REFUSING_KUBELET)
+    if _what() == "wrong-fs-group-change-table":  # before the suites import the oracle's function
+        pytest.MonkeyPatch().setattr(fs_group_change, "walks_the_volume", lambda *_a, **_k: True)
 
 
 def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, handle: ClusterHandle) -> None:

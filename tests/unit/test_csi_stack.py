@@ -73,7 +73,10 @@ def test_what_a_kubelet_and_registrar_would_write() -> None:
 def test_the_csidriver_needs_attach_and_says_whether_capacity_is_tracked() -> None:
     spec = csi.csi_driver_object(csi.CsiOptions())["spec"]
     assert spec == {"attachRequired": True, "podInfoOnMount": True, "storageCapacity": False,
-                    "volumeLifecycleModes": ["Persistent"]}
+                    "fsGroupPolicy": "File", "volumeLifecycleModes": ["Persistent"]}
+    assert csi.csi_driver_object(csi.CsiOptions(fs_group_policy="None"))["spec"]["fsGroupPolicy"] == "None"
+    with pytest.raises(ValueError, match="fs_group_policy"):
+        csi.CsiOptions(fs_group_policy="Sometimes")
     assert csi.csi_driver_object(csi.CsiOptions(capacity_tracking=True))["spec"]["storageCapacity"] is True
 
 

@@ -74,10 +74,14 @@ def test_a_shaped_request_keeps_the_vendor_package_and_refuses_what_only_pvchaos
         KindBackend.for_request(ClusterRequest(csi_strict_topology=True), defaults(True), cluster="t")
     with pytest.raises(CannotProvide, match="volume limit"):
         KindBackend.for_request(ClusterRequest(csi_max_volumes_per_node=1), defaults(True), cluster="t")
+    with pytest.raises(CannotProvide, match="fsGroupPolicy None"):
+        KindBackend.for_request(ClusterRequest(csi_fs_group_policy="None"), defaults(True), cluster="t")
     with pytest.raises(CannotProvide, match="disabled_controllers"):
         KindBackend.for_request(ClusterRequest(disabled_controllers=("ttl",)), defaults(False), cluster="t")
     harness = KindBackend.for_request(ClusterRequest(csi_capacity_tracking=True), defaults(False), cluster="t")
     assert isinstance(harness.storage, HarnessStorage) and harness.storage.csi.capacity_tracking
+    none = KindBackend.for_request(ClusterRequest(csi_fs_group_policy="None"), defaults(False), cluster="t")
+    assert isinstance(none.storage, HarnessStorage) and none.storage.csi.fs_group_policy == "None"
 
 
 def test_a_running_cluster_is_rebuilt_from_its_spec(tmp_path: Path) -> None:
