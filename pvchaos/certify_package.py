@@ -330,7 +330,7 @@ EXERCISING_SUITES: dict[str, str] = {
     "dynamic-provisioning": "every suite with the driver's class", "publish": "any suite on real kubelets",
     "topology": "binding_modes, spreading", "attach": "attach_detach", "capacity": "capacity",
     "volume-limits": "csi_topology", "fsgroup": "fs_group",
-    "expansion": "none yet (external-resizer is not served here; issue 37)",
+    "expansion": "expansion (with a csi-resizer in the package)", "modify-volume": "expansion (with a csi-resizer)",
     "volume-mode Block": "none yet (issue 37)", "access-mode ReadWriteMany": "none yet",
     "snapshots": "snapshots", "clones": "snapshots",
 }
@@ -356,6 +356,10 @@ def driver_capabilities(d: Discovery, profile: DriverProfile | None) -> dict[str
     controller = d.controller_capabilities or ()
     if "EXPAND_VOLUME" in controller:
         caps["expansion"] = "ControllerGetCapabilities EXPAND_VOLUME"
+    if "MODIFY_VOLUME" in controller:
+        caps["modify-volume"] = "ControllerGetCapabilities MODIFY_VOLUME"
+    elif profile is not None and profile.volume_attributes_class_source is not None:
+        caps["modify-volume"] = "profile VolumeAttributesClass"
     if "CREATE_DELETE_SNAPSHOT" in controller:
         caps["snapshots"] = "ControllerGetCapabilities CREATE_DELETE_SNAPSHOT"
     if "CLONE_VOLUME" in controller:

@@ -973,6 +973,8 @@ class KindBackend:
             if self.vendor.package.runs_snapshotter:
                 caps.add(Capability.SNAPSHOTS)
             caps.add(Capability.CLONES)  # the external-provisioner passes a claim source on
+            if self.vendor.package.runs_resizer:
+                caps |= {Capability.EXPANSION, Capability.MODIFY_VOLUME}
             wiring = self.proxy_wiring()
             if wiring is not None and wiring.wired:
                 caps |= {Capability.CSI_PROXY, Capability.CSI_PROXY_VENDOR}
@@ -1059,7 +1061,7 @@ class KindProvider:
                         hooks: ProvideHooks) -> dict[str, str]:
         backend = KindBackend.for_request(request, defaults, cluster="pvchaos")
         if backend.vendor is None:
-            return {}
+            return dict(csi.NO_RESIZER)
         driver = backend.vendor.driver
         details: dict[str, str] = {Capability.HARNESS_DRIVER: f"driver {driver} is a vendor's, not pvchaos-csi",
                    Capability.PROVISIONING_FAILURES: "only the harness's own drivers fail on pvchaos.dev/fail-*"}
@@ -1067,6 +1069,9 @@ class KindProvider:
             details[Capability.ATTACH] = f"driver {driver}'s CSIDriver sets attachRequired false"
         if not backend.vendor.package.runs_snapshotter:
             details[Capability.SNAPSHOTS] = f"driver {driver}'s package runs no csi-snapshotter sidecar: not supported"
+        if not backend.vendor.package.runs_resizer:
+            for capability in (Capability.EXPANSION, Capability.MODIFY_VOLUME):
+                details[capability] = f"driver {driver}'s package runs no csi-resizer sidecar: not supported"
         return details
 
     def provide(self, options: Any, request: ClusterRequest, defaults: ClusterDefaults,

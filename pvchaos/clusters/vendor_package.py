@@ -96,6 +96,13 @@ class DriverPackage:
         return any("csi-snapshotter" in normalise_image(i).rsplit("/", 1)[-1] for w in self.workloads for i in w.images)
 
     @property
+    def runs_resizer(self) -> bool:
+        """A container of the package runs upstream's csi-resizer sidecar: the driver's part
+        of expansion and of VolumeAttributesClass changes (kube-controller-manager's expand
+        controller hands the claim to it)."""
+        return any("csi-resizer" in normalise_image(i).rsplit("/", 1)[-1] for w in self.workloads for i in w.images)
+
+    @property
     def controllers(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if w.kind != "DaemonSet")
 

@@ -70,6 +70,14 @@ class Driver(Protocol):
         Delete unless the driver's own class says otherwise)."""
         ...
 
+    def volume_attributes_class(self, name: str) -> Obj:
+        """The body of a VolumeAttributesClass of this driver for one test (its parameters
+        are the driver's mutable parameters, ControllerModifyVolume's)."""
+        ...
+
+
+_NO_RESIZER_HERE = "no VolumeAttributesClass: pvchaos-csi's stack runs no csi-resizer (not served here)"
+
 
 def _snapshot_class(name: str, base: Obj) -> Obj:
     """A snapshot class for one test: the driver's base (driver, parameters, policy) with this name."""
@@ -136,6 +144,9 @@ class HarnessDriver:
         if not self.cluster.zonal_class_provisioner:
             raise DriverError(f"backend {self.cluster.backend} has no provisioner (no snapshots)")
         return _snapshot_class(name, {"driver": self.cluster.zonal_class_provisioner})
+
+    def volume_attributes_class(self, name: str) -> Obj:
+        raise DriverError(f"driver {self.name}: {_NO_RESIZER_HERE}")
 
 
 @dataclass(frozen=True)
@@ -207,6 +218,29 @@ class ProfileDriver:
             except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
                 raise DriverError(f"driver {self.name}: SnapshotClass.FromFile {path}: {exc}") from None
         raise DriverError(f"driver {self.name}: the profile sets no SnapshotClass source (no snapshots)")
+
+    def volume_attributes_class(self, name: str) -> Obj:
+        """The profile's VolumeAttributesClass, as upstream reads it: FromExistingClassName
+        (copied from the cluster) or FromFile."""
+        section = self.profile.raw.get("VolumeAttributesClass") or {}
+        base: Obj | None = None
+        if self.profile.volume_attributes_class_source == "FromExistingClassName":
+            existing_name = str(section.get("FromExistingClassName"))
+            base = kinds.get(self.kube, "VolumeAttributesClass", existing_name) if self.kube else None
+            if base is None:
+                raise DriverError(f"driver {self.name}: VolumeAttributesClass.FromExistingClassName "
+                                  f"{existing_name!r} does not exist in the cluster")
+        elif self.profile.volume_attributes_class_source == "FromFile":
+            path = Path(self.profile.source).parent / str(section.get("FromFile"))
+            try:
+                base = yaml.safe_load(path.read_text())
+            except (OSError, yaml.YAMLError) as exc:
+                raise DriverError(f"driver {self.name}: VolumeAttributesClass.FromFile {path}: {exc}") from None
+        if not isinstance(base, dict):
+            raise DriverError(f"driver {self.name}: the profile sets no VolumeAttributesClass (no modify-volume)")
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+                "metadata": {"name": name, "labels": {}}, "driverName": base.get("driverName") or self.name,
+                **({"parameters": copy.deepcopy(base["parameters"])} if base.get("parameters") else {})}
 
 
 def missing_for(backend_capabilities: frozenset[str], backend: str, profile: DriverProfile | None,

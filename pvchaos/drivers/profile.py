@@ -108,6 +108,9 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     # upstream's snapshottable pattern: the capability and a SnapshotClass to make them with
     Capability.SNAPSHOTS: ("dynamic", "snapshotDataSource", "SnapshotClass"),
     Capability.CLONES: ("dynamic", "pvcDataSource"),
+    # upstream's volume-expand pattern, and its volume-modify pattern (a VolumeAttributesClass)
+    Capability.EXPANSION: ("dynamic", "controllerExpansion"),
+    Capability.MODIFY_VOLUME: ("dynamic", "VolumeAttributesClass"),
 }
 DRIVER_GATED = frozenset(REQUIREMENTS)
 
@@ -132,6 +135,7 @@ class DriverProfile:
     storage_class: dict[str, Any] | None = None  # FromName (provisioner only) or the FromFile object
     storage_class_file: str | None = None
     snapshot_class_source: str | None = None
+    volume_attributes_class_source: str | None = None  # FromExistingClassName | FromFile
     supported_fs_types: tuple[str, ...] = ("",)
     required_access_modes: tuple[str, ...] = ()
     inline_volumes: int = 0
@@ -382,6 +386,7 @@ def parse_profile(data: Any, source: str = "<profile>", base_dir: Path | None = 
         storage_class_name=sc.get("FromExistingClassName") if sc_source == "FromExistingClassName" else None,
         storage_class=sc_obj, storage_class_file=sc.get("FromFile") if sc_source == "FromFile" else None,
         snapshot_class_source=_class_source(checked.get("SnapshotClass")),
+        volume_attributes_class_source=_class_source(checked.get("VolumeAttributesClass")),
         supported_fs_types=_fs_types(info),
         required_access_modes=tuple(info.get("RequiredAccessModes") or ()),
         inline_volumes=len(checked.get("InlineVolumes") or ()), timeouts=dict(checked.get("Timeouts") or {}),
@@ -430,9 +435,11 @@ def _missing(profile: DriverProfile, capability: str) -> str | None:
             return need
         if need == "SnapshotClass" and profile.snapshot_class_source is None:
             return need
+        if need == "VolumeAttributesClass" and profile.volume_attributes_class_source is None:
+            return need
         if need in (HARNESS_PROVISIONER, HARNESS_DRIVER_ONLY, HARNESS_STACK):
             return need
-        if need not in ("dynamic", "TopologyKeys", "SnapshotClass") and not profile.has(need):
+        if need not in ("dynamic", "TopologyKeys", "SnapshotClass", "VolumeAttributesClass") and not profile.has(need):
             return need
     return None
 

@@ -184,6 +184,10 @@ class Workspace:
         """Create the driver's VolumeSnapshotClass for this test; returns its name."""
         return str(self.create(self.driver.snapshot_class(self.name(hint)))["metadata"]["name"])
 
+    def volume_attributes_class(self, hint: str = "vac") -> str:
+        """Create the driver's VolumeAttributesClass for this test; returns its name."""
+        return str(self.create(self.driver.volume_attributes_class(self.name(hint)))["metadata"]["name"])
+
     def no_provisioner_class(self, hint: str = "static", binding_mode: str = "WaitForFirstConsumer",
                              name: str | None = None) -> str:
         """Create a class with no provisioner (`kubernetes.io/no-provisioner`), as local PVs

@@ -62,6 +62,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("CSINode", "storage", "csi_node", False),
     Kind("VolumeAttachment", "storage", "volume_attachment", False),
     Kind("CSIStorageCapacity", "storage", "csi_storage_capacity", True),
+    Kind("VolumeAttributesClass", "storage", "volume_attributes_class", False),
     Kind("StatefulSet", "apps", "stateful_set", True),
     Kind("Deployment", "apps", "deployment", True),
     Kind("Lease", "coordination", "lease", True),

@@ -61,6 +61,9 @@ Breakages (what a real cluster gets wrong, made on purpose):
   would: the PV controller removes it only for in-tree plugins, so for an external
   provisioner this *is* "the PV controller does not remove the annotation"; disabling
   the PV binder instead would stop provisioning altogether.
+- `no-resize-admission`: kube-apiserver without its PersistentVolumeClaimResize admission
+  plugin (`--disable-admission-plugins` given again, last flag wins): a claim of a class
+  without allowVolumeExpansion may then grow its request;
 - `upgrade-pv-binder`: the cluster starts healthy, but an in-place upgrade
   (suites/test_upgrade.py) starts the new kube-controller-manager without
   `persistentvolume-binder-controller` (the same name in 1.35 to 1.37), as an upgrade
@@ -118,6 +121,7 @@ BREAKAGES: dict[str, str] = {
     "apiserver-gate-off": f"kube-apiserver restarted with {GATE}=false after start",
     "no-reschedule": "test double that never removes selected-node after a failure (in place of CSI)",
     "upgrade-pv-binder": f"kube-controller-manager upgraded without {PV_BINDER}",
+    "no-resize-admission": "kube-apiserver without the PersistentVolumeClaimResize admission plugin",
 }
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
                      "noderesourcesfit": "NodeResourcesFit", "volumerestrictions": "VolumeRestrictions",
@@ -153,6 +157,9 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, csi=replace(cfg.csi, proxy_rules=False))
     if what == "no-capacity-tracking":
         return replace(cfg, csi=replace(cfg.csi, capacity_tracking=False))
+    if what == "no-resize-admission":
+        return replace(cfg, extra_apiserver_flags=(
+            *cfg.extra_apiserver_flags, "--disable-admission-plugins=ServiceAccount,PersistentVolumeClaimResize"))
     if what == "slow-node-monitor":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--node-monitor-grace-period=40s"))
     if what == "gate-on" and cfg.feature_gates.get(GATE) is False:

@@ -629,7 +629,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
 def missing_details(cfg: LocalClusterConfig) -> dict[str, str]:
     """Why a local cluster of this configuration lacks a capability, where a version or a
     setting explains it (a skip then says so, not just "no mutable-pv-affinity")."""
-    details: dict[str, str] = {}
+    details: dict[str, str] = dict(csi.NO_RESIZER) if cfg.runs_csi else {}
     first = flags.GATE_FIRST_MINOR[flags.MUTABLE_PV_GATE]
     if cfg.minor < first:
         details[Capability.MUTABLE_PV_AFFINITY] = (f"Kubernetes {cfg.k8s_version} has no {flags.MUTABLE_PV_GATE} "
