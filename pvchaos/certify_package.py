@@ -331,7 +331,7 @@ EXERCISING_SUITES: dict[str, str] = {
     "topology": "binding_modes, spreading", "attach": "attach_detach", "capacity": "capacity",
     "volume-limits": "csi_topology", "fsgroup": "fs_group",
     "expansion": "none yet (external-resizer is not served here; issue 37)",
-    "volume-mode Block": "none yet (issue 37)", "access-mode ReadWriteMany": "none yet",
+    "volume-mode Block": "block_volumes", "access-mode ReadWriteMany": "none yet",
     "snapshots": "snapshots", "clones": "snapshots",
 }
 

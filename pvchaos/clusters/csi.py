@@ -97,6 +97,10 @@ class CsiOptions:
     # pvchaos-csi --snapshots=false and no csi-snapshotter, while the cluster still claims
     # snapshots and clones (a driver without copies; only the self-checks turn it on)
     fault_no_copies: bool = False
+    # kind's node plugins run with --fault-block-file: a block volume's backing file is
+    # bind-mounted as it is, not a loop device over it, so a pod's volumeDevices never
+    # starts (a broken node plugin; only the self-checks turn it on)
+    fault_block_file: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:

@@ -273,3 +273,34 @@ func DeviceMountedAt(devPath string) (string, error) {
 	}
 	return "", nil
 }
+
+// ReleaseLoops detaches every loop device backed by a file or device node below the given
+// directories, the kubelet's fd-lock devices (over its block map paths) before the
+// driver's (over backing files), and returns what it detached. For a node about to be
+// deleted with pods still on it: loop devices are the machine's kernel's and would
+// outlive the node, holding their backing files.
+func ReleaseLoops(roots ...string) ([]string, error) {
+	var released []string
+	var errs []error
+	for _, root := range roots {
+		var paths []string
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				paths = append(paths, path)
+			}
+			return nil
+		})
+		for _, path := range paths {
+			dev, err := FindLoop(path)
+			if err != nil || dev == "" {
+				continue // not a backing file (or gone meanwhile)
+			}
+			if err := DetachLoop(dev); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			released = append(released, fmt.Sprintf("%s (%s)", dev, path))
+		}
+	}
+	return released, errors.Join(errs...)
+}

@@ -240,3 +240,24 @@ func (n *Node) unpublish(ctx context.Context, target string) error {
 	_, err := n.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "v1", TargetPath: target})
 	return err
 }
+
+// A node about to be deleted with a block volume still staged gives its loop device back.
+func TestReleaseLoops(t *testing.T) {
+	n, dir := newTestNode(t)
+	if _, err := os.Stat(loopControl); err != nil {
+		t.Skipf("no loop devices here: %v", err)
+	}
+	vctx := map[string]string{CtxTopology: ModeNode, CtxNode: "n1", CtxCapacity: "1048576"}
+	if _, err := n.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "v1",
+		StagingTargetPath: filepath.Join(dir, "staging"), VolumeCapability: blockCap(snw), VolumeContext: vctx}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "data", "local", "v1", "block")
+	released, err := ReleaseLoops(filepath.Join(dir, "data"))
+	if err != nil || len(released) != 1 || !strings.Contains(released[0], file) {
+		t.Fatalf("released %v, %v", released, err)
+	}
+	if dev, _ := FindLoop(file); dev != "" {
+		t.Fatalf("%s still over %s", dev, file)
+	}
+}
