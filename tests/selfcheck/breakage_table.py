@@ -66,8 +66,8 @@ _KIND_ONLY = "runs on the kind backend only (real kubelets mount, stage and regi
 _KIND_INERT = (f"{_KIND_ONLY}; run once on kind with csi-proxy-inert (the nodes' fault proxy without --rules): "
                "no FailedMount with the driver's message in 120 s, the pod ran (docs/self-verification.md)")
 _BLOCK_FILE = (f"{_KIND_ONLY}; run once on kind with the node plugins' --fault-block-file (a block volume's "
-               "backing file bind-mounted as it is, no loop device): the writer pod never ran, the container runtime "
-               "refused a device that is a plain file (docs/self-verification.md)")
+               "backing file bind-mounted as it is, no loop device): the writer pod never Running in 120 s, "
+               "CreateContainerError \"not a device node\" (docs/self-verification.md)")
 _BLOCK_BINDING = ("the VolumeBinding plugin decides which volume a WaitForFirstConsumer claim gets (and selects the node "
                   "the driver provisions for); without it the claim is never given a node, nor a volume")
 _MISMATCH_CASES = ("too-small", "class", "volume-mode", "access-mode")
