@@ -331,7 +331,7 @@ EXERCISING_SUITES: dict[str, str] = {
     "topology": "binding_modes, spreading", "attach": "attach_detach", "capacity": "capacity",
     "volume-limits": "csi_topology", "fsgroup": "fs_group",
     "expansion": "expansion (with a csi-resizer in the package)", "modify-volume": "expansion (with a csi-resizer)",
-    "volume-mode Block": "none yet (issue 37)", "access-mode ReadWriteMany": "none yet",
+    "volume-mode Block": "block_volumes", "access-mode ReadWriteMany": "none yet",
     "snapshots": "snapshots", "clones": "snapshots",
 }
 

@@ -112,6 +112,10 @@ class CsiOptions:
     # the kubelet can chown (upstream's csi-driver-host-path says the same); None or
     # ReadWriteOnceWithFSType where a test asks (the csi_fs_group_policy cluster marker)
     fs_group_policy: str = "File"
+    # kind's node plugins run with --fault-block-file: a block volume's backing file is
+    # bind-mounted as it is, not a loop device over it, so a pod's volumeDevices never
+    # starts (a broken node plugin; only the self-checks turn it on)
+    fault_block_file: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:

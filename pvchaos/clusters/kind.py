@@ -901,6 +901,9 @@ class KindBackend:
                 self.engine = ensure_engine()
             except EngineError as exc:
                 return [str(exc)]
+        released = kind_csi.release_loop_devices(self.engine, self._container_ids())
+        if released:
+            _log(f"kind cluster {self.cluster}: detached loop devices still in use on its nodes: {'; '.join(released)}")
         proc = self._kind("delete", "cluster", "--name", self.cluster, "--kubeconfig", str(self.kubeconfig),
                           timeout=300)
         left = self._container_ids()
@@ -980,9 +983,9 @@ class KindBackend:
                 caps |= {Capability.CSI_PROXY, Capability.CSI_PROXY_VENDOR}
         else:
             caps.add(Capability.PROVISIONING_FAILURES)
-            if self.runs_csi:
+            if self.runs_csi:  # block: pvchaos-csi's loop devices (the test double's hostPath has none)
                 caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.SNAPSHOTS,
-                         Capability.CLONES}
+                         Capability.CLONES, Capability.BLOCK}
         if dict(self.config().get("featureGates", {})).get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
         return frozenset(caps)

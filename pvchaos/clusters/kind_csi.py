@@ -100,7 +100,8 @@ def node_plugin_args(spec: NodeSpec, options: csi.CsiOptions) -> list[str]:
             f"--node-id={spec.name}", f"--zone={spec.zone}",
             f"--hostname={spec.labels.get(HOSTNAME_KEY, spec.name)}",
             f"--max-volumes-per-node={options.max_volumes_per_node}", f"--data-root={NODE_DATA_ROOT}",
-            f"--calls-log={NODE_CALLS_LOG}", f"--registration-dir={REGISTRATION_DIR}"]
+            f"--calls-log={NODE_CALLS_LOG}", f"--registration-dir={REGISTRATION_DIR}",
+            *(["--fault-block-file"] if options.fault_block_file else [])]
 
 
 def node_unit(spec: NodeSpec, options: csi.CsiOptions) -> str:
@@ -236,6 +237,33 @@ def await_registration(kube: Kube, engine: Engine, containers: Mapping[str, str]
         f"kind cluster {cluster}: CSI driver {csi.DRIVER_NAME} not registered by the kubelet within {timeout:.0f}s "
         f"on {', '.join(missing)}{' (' + last_error + ')' if last_error else ''}; on {first} "
         f"({containers[first]}): {diagnose(engine, containers[first])}".replace("\n", " "))
+
+
+# The kubelet's block map paths, where its fd-lock loop devices' backing files are
+# (k8s.io/kubernetes pkg/volume/util.MapBlockVolume), released before the driver's own.
+KUBELET_BLOCK_DIR = "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices"
+
+
+def release_loop_devices(engine: Engine, containers: list[str]) -> list[str]:
+    """Detach the loop devices of block volumes in these node containers, before they are
+    deleted: loop devices are the host kernel's, so one a pod still used when its node was
+    deleted (no NodeUnstageVolume came) would stay attached on the host, holding its
+    backing file. Best effort: a stopped or paused node, or one without the plugin (the
+    control plane, a vendor's node), releases nothing. Returns what was detached."""
+    script = (f"test -x {NODE_BINARY} || exit 0; "
+              f"exec {NODE_BINARY} release-loops {KUBELET_BLOCK_DIR} {NODE_DATA_ROOT}")
+
+    def release(container: str) -> list[str]:
+        try:
+            proc = docker(engine, ["exec", container, "sh", "-c", script], timeout=30)
+        except Exception:  # noqa: BLE001 - a node that cannot be asked is deleted anyway
+            return []
+        return [f"{container[:12]}: {ln.removeprefix('detached ')}" for ln in proc.stdout.splitlines()
+                if ln.startswith("detached ")]
+    if not containers:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(containers))) as pool:
+        return [line for lines in pool.map(release, containers) for line in lines]
 
 
 # ---- host side ---------------------------------------------------------------------------

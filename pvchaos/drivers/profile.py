@@ -483,7 +483,8 @@ def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str,
                       "registrar and sidecars name their sockets in flags (docs/certify.md); the cluster's log "
                       "says which socket could not be rewired")
     if need in profile.capabilities:
-        return word, f"profile capability {need}={str(profile.capabilities[need]).lower()}"
+        # the vendor says the driver lacks it: a certification shows it "not supported"
+        return word, f"profile capability {need}={str(profile.capabilities[need]).lower()}: not supported"
     return word, f"profile capability {need} unset, read as false"
 
 

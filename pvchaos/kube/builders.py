@@ -208,21 +208,32 @@ def with_data_source(claim: Obj, kind: str, name: str) -> Obj:
     return {**claim, "spec": {**claim["spec"], "dataSource": source}}
 
 
+def device_path(index: int) -> str:
+    """Where `pod(..., devices=...)` puts its `index`-th block claim in the container."""
+    return f"/dev/block{index}"
+
+
 def pod(name: str, claims: tuple[str, ...] = (), node_selector: dict[str, str] | None = None,
         node_affinity: Obj | None = None, tolerations: list[Obj] | None = None, labels: dict[str, str] | None = None,
         requests: dict[str, str] | None = None, node_name: str | None = None,
-        extra_spec: Obj | None = None, annotations: Mapping[str, str] | None = None) -> Obj:
-    """A pause pod mounting each claim. KWOK runs it without looking at the volumes;
-    the scheduler still requires bound claims and matching PV affinity."""
+        extra_spec: Obj | None = None, annotations: Mapping[str, str] | None = None,
+        devices: tuple[str, ...] = ()) -> Obj:
+    """A pause pod mounting each claim at /data/<i>, and giving each claim of `devices`
+    (volumeMode Block) as a raw device at `device_path(i)` (`volumeDevices`). KWOK runs it
+    without looking at the volumes; the scheduler still requires bound claims and
+    matching PV affinity."""
     container: Obj = {"name": "app", "image": PAUSE_IMAGE}
     if requests:
         container["resources"] = {"requests": dict(requests)}
     if claims:
         container["volumeMounts"] = [{"name": f"v{i}", "mountPath": f"/data/{i}"} for i in range(len(claims))]
+    if devices:
+        container["volumeDevices"] = [{"name": f"d{i}", "devicePath": device_path(i)} for i in range(len(devices))]
     spec: Obj = {
         "containers": [container],
         "terminationGracePeriodSeconds": 0,
-        "volumes": [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)],
+        "volumes": [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+        + [{"name": f"d{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(devices)],
     }
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)

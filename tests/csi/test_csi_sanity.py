@@ -2,9 +2,9 @@
 against `pvchaos-csi all` (controller and node on one endpoint) with real bind mounts in
 a temp directory, for mount and block access, its snapshot and clone tests included (they
 run because the driver advertises CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS and
-CLONE_VOLUME). Needs Go, the module proxy and root (bind mounts), hence the binaries tier.
-Afterwards nothing of it may remain: no process, no socket, no mount under the temp
-directory."""
+CLONE_VOLUME). Needs Go, the module proxy and root (bind mounts, loop devices for block),
+hence the binaries tier. Afterwards nothing of it may remain: no process, no socket, no
+mount under the temp directory, no loop device over a file in it."""
 
 from __future__ import annotations
 
@@ -35,6 +35,19 @@ def _mount_points_under(root: Path) -> list[str]:
         point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
         if point == str(root) or point.startswith(f"{root}/"):
             found.append(point)
+    return found
+
+
+def _loop_devices_over(root: Path) -> list[str]:
+    """Loop devices whose backing file is below `root` (sysfs names each one's file)."""
+    found = []
+    for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+        try:
+            path = backing.read_text().strip().removesuffix("(deleted)").strip()
+        except OSError:
+            continue
+        if path.startswith(f"{root}/"):
+            found.append(f"{backing.parent.parent.name}: {path}")
     return found
 
 
@@ -107,6 +120,9 @@ def test_csi_sanity_passes_against_pvchaos_csi_all(access_type: str, tmp_path: P
     assert proc.returncode == 0, f"pvchaos-csi exited {proc.returncode} on SIGTERM:\n{(root / 'driver.log').read_text()}"
     assert not sock.exists(), "pvchaos-csi left its socket behind"
     assert _mount_points_under(root) == [], "mounts left behind"
+    assert _loop_devices_over(root) == [], "loop devices left attached"
+    if access_type == "block":  # the node service gave sanity's block volumes loop devices
+        assert "staged block volume" in (root / "driver.log").read_text()
     lines = [json.loads(line) for line in calls.read_text().splitlines()]
     methods = {line["method"] for line in lines}
     assert {"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"} <= methods

@@ -53,6 +53,7 @@ VP, AD, CA, CT = "test_volume_plugins", "test_attach_detach", "test_capacity", "
 RS, KV = "test_rescheduling", "test_kubelet_volume_affinity"
 CF = "test_csi_faults"
 SN = "test_snapshots"
+BV = "test_block_volumes"
 _NO_SNAPSHOTS = ("a driver that advertises no CREATE_DELETE_SNAPSHOT, with no csi-snapshotter: the VolumeSnapshot "
                  "never becomes readyToUse")
 _NO_RESIZER = ("never runs here: it needs a csi-resizer, and upstream's external-resizer is not served by this "
@@ -67,6 +68,11 @@ _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisf
 _KIND_ONLY = "runs on the kind backend only (real kubelets mount, stage and register); this matrix breaks local clusters"
 _KIND_INERT = (f"{_KIND_ONLY}; run once on kind with csi-proxy-inert (the nodes' fault proxy without --rules): "
                "no FailedMount with the driver's message in 120 s, the pod ran (docs/self-verification.md)")
+_BLOCK_FILE = (f"{_KIND_ONLY}; run once on kind with the node plugins' --fault-block-file (a block volume's "
+               "backing file bind-mounted as it is, no loop device): the writer pod never Running in 120 s, "
+               "CreateContainerError \"not a device node\" (docs/self-verification.md)")
+_BLOCK_BINDING = ("the VolumeBinding plugin decides which volume a WaitForFirstConsumer claim gets (and selects the node "
+                  "the driver provisions for); without it the claim is never given a node, nor a volume")
 _MISMATCH_CASES = ("too-small", "class", "volume-mode", "access-mode")
 _PV_BINDER_WHY = "the PV controller decides static binding and reports mismatches; without it nothing binds or is reported"
 _GATE_WHY = "the update needs the gate in the API server; without it the API rejects the mutation"
@@ -74,6 +80,11 @@ _VALIDATION_WHY = ("the API gives the same answer with the gate on and off (vali
                    "in every version); only a validation regression would break it, and no switch makes one")
 
 TABLE: dict[str, Entry] = {
+    f"{BV}::test_bytes_written_to_the_device_are_read_by_the_next_pod": _none(_BLOCK_FILE),
+    f"{BV}::test_restore_of_a_block_snapshot_holds_the_source_bytes": _none(_BLOCK_FILE),
+    f"{BV}::test_block_claim_is_provisioned_in_the_selected_nodes_domain": _e("volumebinding", _BLOCK_BINDING),
+    **{f"{BV}::test_a_claim_never_binds_a_volume_of_the_other_mode[{case}]": _e("volumebinding", _BLOCK_BINDING)
+       for case in ("block-claim-filesystem-volume", "filesystem-claim-block-volume")},
     f"{SN}::test_restore_has_the_source_bytes_and_its_pod_follows_the_volume": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_restore_for_a_pod_pinned_elsewhere": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_snapshot_outlives_its_source": _e("no-copies", _NO_SNAPSHOTS),

@@ -340,3 +340,28 @@ def test_declared_snapshots_and_clones_must_be_exercised_where_the_controller_is
     rows = pkg.suite_rows(results, ["snapshots"], lambda _: "core")
     by = {r.capability: r for r in pkg.capability_rows(caps, results, ("core",), lambda _: "core", rows)}
     assert by["snapshots"].outcome == "exercised" and by["clones"].outcome == "not exercised"
+
+
+def test_a_block_volume_exercised_is_the_evidence_of_block_and_block_false_is_not_supported() -> None:
+    """A profile that declares block makes `volume-mode Block` a capability the run must
+    show: a passing test with one of the driver's Block volumes does. A profile that says
+    block false asks nothing of it, and the block_volumes suite skips saying why."""
+    from pvchaos.drivers.profile import parse_profile, skip_reason
+
+    def profile(block: bool):  # type: ignore[no-untyped-def]
+        return parse_profile({"StorageClass": {"FromName": True},
+                              "DriverInfo": {"Name": DRIVER, "Capabilities": {"persistence": True, "block": block}}},
+                             "p.yaml", None)
+
+    caps = pkg.driver_capabilities(pkg.Discovery(DRIVER), profile(True))
+    assert caps["volume-mode Block"] == "profile capability block"
+    results = [cresult("block_volumes", "b", "passed", ("dynamic-provisioning", "volume-mode Block"),
+                       "provisioned 1, attached 1, published 1")]
+    rows = pkg.suite_rows(results, ["block_volumes"], lambda _: "core")
+    by = {r.capability: r for r in pkg.capability_rows(caps, results, ("core",), lambda _: "core", rows)}
+    assert by["volume-mode Block"].outcome == "exercised"
+    unshown = {r.capability: r for r in pkg.capability_rows(caps, [], ("core",), lambda _: "core", rows)}
+    assert "block_volumes" in unshown["volume-mode Block"].why
+    assert "volume-mode Block" not in pkg.driver_capabilities(pkg.Discovery(DRIVER), profile(False))
+    assert skip_reason(profile(False), "block") == (f"driver {DRIVER}: no block (profile capability block=false: "
+                                                    "not supported)")

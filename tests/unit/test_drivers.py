@@ -69,8 +69,9 @@ def test_missing_capability_is_structured() -> None:
     assert missing_for(LOCAL_CAPS, "local", None, Capability.RWX) == CapabilityMissing("rwx", "backend local")
     no_topology = profile({"FromName": True}, caps={"persistence": True, "topology": False})
     got = missing_for(LOCAL_CAPS, "local", no_topology, Capability.DYNAMIC_ZONAL)
-    assert got == CapabilityMissing("dynamic-zonal", "driver csi.example.com", "profile capability topology=false")
-    assert str(got) == "driver csi.example.com: no dynamic-zonal (profile capability topology=false)"
+    assert got == CapabilityMissing("dynamic-zonal", "driver csi.example.com",
+                                    "profile capability topology=false: not supported")
+    assert str(got) == "driver csi.example.com: no dynamic-zonal (profile capability topology=false: not supported)"
     assert missing_for(LOCAL_CAPS, "local", None, Capability.ZONES) is None
 
 

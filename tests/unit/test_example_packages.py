@@ -115,3 +115,17 @@ def test_a_package_advertises_snapshots_only_with_the_means_to_exercise_them(pac
         assert caps.get("snapshotDataSource") is True and caps.get("pvcDataSource") is True
     else:
         assert not caps.get("snapshotDataSource") and not caps.get("pvcDataSource") and not classes
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_declares_block_only_where_its_node_plugin_has_the_hosts_dev(package: str) -> None:
+    """pvchaos-csi gives a block volume a loop device over its backing file: the node
+    plugin needs the node's /dev (its loop devices, and the nodes it makes for them) for
+    the kubelet and the container runtime to see the device. A package declares block
+    with that mount, and says block false without it (certify: "not supported")."""
+    spec = next(spec for kind, spec in pod_specs(package) if kind == "DaemonSet")
+    paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    driver = next(c for c in spec["containers"] if c.get("args", [""])[0] in ("node", "all"))
+    has_dev = any(m["mountPath"] == "/dev" and paths.get(m["name"]) == "/dev" for m in driver["volumeMounts"])
+    caps = yaml.safe_load((EXAMPLES / package / "profile.yaml").read_text())["DriverInfo"]["Capabilities"]
+    assert caps.get("block") is has_dev, f"{package}: block {caps.get('block')}, host /dev mounted {has_dev}"

@@ -24,6 +24,8 @@ def test_the_node_plugin_runs_with_the_nodes_identity_and_the_drivers_fixed_cli(
         "--data-root=/var/lib/pvchaos-csi", "--calls-log=/var/log/pvchaos-csi/calls.jsonl",
         "--registration-dir=/var/lib/kubelet/plugins_registry"}
     assert "Restart=always" in unit and "WantedBy=multi-user.target" in unit, "comes back with the node"
+    broken = kind_csi.node_plugin_args(spec, CsiOptions(fault_block_file=True))  # a self-check's broken plugin
+    assert broken[-1] == "--fault-block-file" and "--fault-block-file" not in argv
 
 
 def test_the_kubelet_dials_the_fault_proxy_which_forwards_to_the_plugin() -> None:
@@ -85,3 +87,24 @@ def test_inotify_limits_are_raised_never_lowered(tmp_path: Path) -> None:
     assert (tmp_path / "max_user_watches").read_text() == "1048576\n"
     (tmp_path / "max_user_watches").unlink()
     assert "left as it is" in raise_inotify_limits(tmp_path)[0]
+
+
+def test_nodes_give_their_loop_devices_back_before_they_are_deleted(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The kubelet's fd-lock devices are released before the driver's, in every node that
+    has the plugin; a node that cannot be asked releases nothing and stops nothing."""
+    import subprocess
+
+    calls: list[list[str]] = []
+
+    def fake_docker(engine, args, timeout=0):  # type: ignore[no-untyped-def]
+        calls.append(list(args))
+        if args[1] == "paused":
+            raise subprocess.TimeoutExpired(args, timeout)
+        return subprocess.CompletedProcess(args, 0, "detached /dev/loop7 (/var/lib/pvchaos-csi/zone/v/block)\n", "")
+
+    monkeypatch.setattr(kind_csi, "docker", fake_docker)
+    got = kind_csi.release_loop_devices(object(), ["abcdef0123456789", "paused"])  # type: ignore[arg-type]
+    assert got == ["abcdef012345: /dev/loop7 (/var/lib/pvchaos-csi/zone/v/block)"]
+    script = calls[0][-1]
+    assert script.index(kind_csi.KUBELET_BLOCK_DIR) < script.index(kind_csi.NODE_DATA_ROOT) and "release-loops" in script
+    assert kind_csi.release_loop_devices(object(), []) == []  # type: ignore[arg-type]

@@ -37,6 +37,8 @@ def test_a_vendor_cluster_attaches_as_its_csidriver_says_and_has_no_harness_cont
     assert kind_csi.VENDOR_ZONE_DIR in mounts and kind_csi.NODE_ZONE_DIR not in mounts
     own = KindBackend.for_request(ClusterRequest(), defaults(False), cluster="t")
     assert Capability.HARNESS_DRIVER in own.capabilities() and own.runs_csi
+    # block is pvchaos-csi's (loop devices on the nodes); a vendor's comes from its profile
+    assert Capability.BLOCK in own.capabilities() and Capability.BLOCK not in caps
 
 
 def test_a_vendor_cluster_has_the_fault_proxy_where_its_sockets_can_be_rewired() -> None:

@@ -82,7 +82,7 @@ def test_driver_profile_skip_names_the_profile_field(pytester: pytest.Pytester, 
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs", f"--profile={pytester.path / 'driver.yaml'}")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*driver csi.example.com: no dynamic-zonal (profile capability topology=false)*"])
+    result.stdout.fnmatch_lines(["*driver csi.example.com: no dynamic-zonal (profile capability topology=false: not supported)*"])
     assert not isolated.exists() or not any(isolated.iterdir())
 
 

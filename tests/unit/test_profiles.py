@@ -208,8 +208,9 @@ def test_capabilities_map_to_harness_names() -> None:
 
 def test_skip_reasons_name_the_profile_capability() -> None:
     off = parse_profile(profile(Capabilities={"topology": False, "RWX": False}, TopologyKeys=["k"]))
-    assert skip_reason(off, Capability.ZONES) == "driver csi.example.com: no topology (profile capability topology=false)"
-    assert skip_reason(off, Capability.RWX) == "driver csi.example.com: no rwx (profile capability RWX=false)"
+    assert skip_reason(off, Capability.ZONES) == ("driver csi.example.com: no topology "
+                                                  "(profile capability topology=false: not supported)")
+    assert skip_reason(off, Capability.RWX) == "driver csi.example.com: no rwx (profile capability RWX=false: not supported)"
     assert skip_reason(off, Capability.BLOCK) == \
         "driver csi.example.com: no block (profile capability block unset, read as false)"
     static = parse_profile({"DriverInfo": {"Name": "d", "Capabilities": {"topology": True}, "TopologyKeys": ["k"]}})

@@ -28,6 +28,7 @@ type options struct {
 	kubeletEndpoint string // what the registrar tells the kubelet to dial (default: endpoint)
 	faultMisplace   bool
 	faultNoTopology bool
+	faultBlockFile  bool
 	nodeKey         string
 	topologyLabels  []string
 	faultNever      bool
@@ -69,6 +70,8 @@ func parseFlags(mode string, args []string) (options, error) {
 		fs.Int64Var(&o.maxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node (0: no limit)")
 		fs.BoolVar(&o.faultNoTopology, "fault-no-topology", false,
 			"self-verification only: NodeGetInfo reports no accessible topology (a broken node plugin)")
+		fs.BoolVar(&o.faultBlockFile, "fault-block-file", false,
+			"self-verification only: NodePublishVolume of a block volume bind-mounts its backing file, not a loop device (a broken node plugin)")
 		fs.Func("topology-from-node-labels", "comma list of Node label keys to report as topology (read through the in-cluster API at start), e.g. topology.kubernetes.io/zone",
 			func(v string) error {
 				for _, k := range strings.Split(v, ",") {

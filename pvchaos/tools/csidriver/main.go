@@ -4,7 +4,8 @@
 // Subcommands: controller, node, all (both services on one endpoint), version, info (a
 // client: asks a plugin's socket GetPluginInfo and prints one JSON line; info.go), proxy
 // (a fault proxy in front of any CSI driver's socket; proxy/, proxy_cmd.go), and
-// registrar (node-driver-registrar's job as a container of its own; registrar.go).
+// registrar (node-driver-registrar's job as a container of its own; registrar.go), and
+// release-loops (the loop devices of a node about to be deleted, detached).
 package main
 
 import (
@@ -43,6 +44,8 @@ func main() {
 		os.Exit(latencyMain(os.Args[2:]))
 	case "registrar":
 		os.Exit(registrarMain(os.Args[2:]))
+	case "release-loops":
+		os.Exit(releaseLoopsMain(os.Args[2:]))
 	case "help", "-h", "--help":
 		fmt.Println(usage)
 	default:
@@ -62,4 +65,22 @@ const usage = `usage:
       (forwards every call unchanged unless a rule in FILE, re-read when it changes, matches; docs/csi-fault-proxy.md)
   pvchaos-csi latency --endpoint unix:///path/csi.sock [--calls 2000]   (GetPluginInfo latency, median and p99: bench/csi_proxy.py)
   pvchaos-csi registrar --csi-address /csi/csi.sock --kubelet-registration-path /var/lib/kubelet/plugins/NAME/csi.sock [--plugin-registration-path /registration]
+  pvchaos-csi release-loops DIR...   (detaches the loop devices over files below each DIR, e.g. before a node is deleted)
   pvchaos-csi version`
+
+// releaseLoopsMain detaches the loop devices over files below the directories named.
+func releaseLoopsMain(dirs []string) int {
+	if len(dirs) == 0 {
+		fmt.Fprintln(os.Stderr, "pvchaos-csi release-loops: name one directory at least")
+		return 2
+	}
+	released, err := driver.ReleaseLoops(dirs...)
+	for _, r := range released {
+		fmt.Println("detached", r)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pvchaos-csi release-loops: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -20,5 +20,6 @@
 //   - The calls log (callslog.go): one JSON object per line with time, service, method,
 //     request, code ("OK", a gRPC code name, or "Crash"), message, duration_ms, response.
 //   - Node backing directories: <data-root>/zone/<id> (the zone's shared directory) and
-//     <data-root>/local/<id>; a block volume's data is the file "block" inside it.
+//     <data-root>/local/<id>; a block volume's data is the file "block" inside it, which
+//     NodeStage attaches a loop device over and NodePublish bind-mounts (loop.go).
 package driver

@@ -36,23 +36,44 @@ func unescapeMountPath(s string) string {
 	return b.String()
 }
 
-// MountPoints lists the mount points of the mount table (field 5 of each line).
-func MountPoints() ([]string, error) {
+// MountEntry is one line of the mount table: the filesystem's major:minor (field 3),
+// the path inside it that is mounted (field 4) and where (field 5).
+type MountEntry struct {
+	MajMin string
+	Root   string
+	Point  string
+}
+
+// MountEntries reads the mount table.
+func MountEntries() ([]MountEntry, error) {
 	f, err := os.Open(MountInfoPath)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []string
+	var out []MountEntry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) >= 5 {
-			out = append(out, unescapeMountPath(fields[4]))
+			out = append(out, MountEntry{MajMin: fields[2], Root: unescapeMountPath(fields[3]), Point: unescapeMountPath(fields[4])})
 		}
 	}
 	return out, sc.Err()
+}
+
+// MountPoints lists the mount points of the mount table (field 5 of each line).
+func MountPoints() ([]string, error) {
+	entries, err := MountEntries()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.Point
+	}
+	return out, nil
 }
 
 // canonical is the absolute, symlink-free path, as the mount table spells it (the last

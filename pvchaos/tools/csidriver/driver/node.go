@@ -1,7 +1,8 @@
 package driver
 
-// The node service: stage = bind the volume's backing directory onto the staging path;
-// publish = bind the staged path onto the pod's target path. Without --data-root the
+// The node service: stage = bind the volume's backing directory onto the staging path
+// (a block volume: attach a loop device over its backing file, loop.go); publish = bind
+// the staged path (the loop device) onto the pod's target path. Without --data-root the
 // calls are only checked and recorded (the KWOK backend has no real nodes to mount on).
 
 import (
@@ -33,6 +34,10 @@ type NodeConfig struct {
 	// Labels are further segment keys read from the Node's labels at start
 	// (--topology-from-node-labels), e.g. the zone without a --zone per DaemonSet.
 	Labels map[string]string
+	// BlockFile: a broken node plugin on purpose (--fault-block-file): NodePublishVolume
+	// of a block volume bind-mounts the backing file itself instead of its loop device,
+	// so the pod's "device" is a regular file the container runtime refuses.
+	BlockFile bool
 }
 
 // Node implements csi.NodeServer.
@@ -79,8 +84,8 @@ func (n *Node) backingDir(id string, vctx map[string]string) string {
 	return filepath.Join(n.cfg.DataRoot, "zone", id)
 }
 
-// blockFile is a block volume's backing file inside its directory: bind-mounting a file
-// gives the pod a "device" path without loop devices.
+// blockFile is a block volume's backing file inside its directory; a loop device over
+// it is what the pod gets (loop.go).
 func blockFile(dir string) string { return filepath.Join(dir, "block") }
 
 // checkLocal refuses a node-local volume of another node: its data is not here, unless
@@ -150,7 +155,12 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 		return nil, status.Errorf(codes.Internal, "volume %s node %s: backing storage: %v", id, n.cfg.NodeID, err)
 	}
 	if block {
-		return &csi.NodeStageVolumeResponse{}, nil // nothing to stage: publish binds the backing file
+		dev, err := AttachLoop(source)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "volume %s node %s: loop device over %s: %v", id, n.cfg.NodeID, source, err)
+		}
+		n.log.Eventf("staged block volume %s: %s over %s", id, dev, source)
+		return &csi.NodeStageVolumeResponse{}, nil
 	}
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "volume %s node %s: %v", id, n.cfg.NodeID, err)
@@ -181,7 +191,37 @@ func (n *Node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 	if err := UnmountAll(staging); err != nil {
 		return nil, status.Errorf(codes.Internal, "volume %s node %s: %v", id, n.cfg.NodeID, err)
 	}
+	if err := n.detachBlock(id); err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s node %s: %v", id, n.cfg.NodeID, err)
+	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// detachBlock detaches the loop device of the volume's backing file, if it is a block
+// volume with one here and no mount of that device is left (the request carries no
+// capability or context, so both backing directories are looked at).
+func (n *Node) detachBlock(id string) error {
+	for _, mode := range []string{ModeZone, ModeNode} {
+		file := blockFile(n.backingDir(id, map[string]string{CtxTopology: mode}))
+		if _, err := os.Stat(file); err != nil {
+			continue
+		}
+		dev, err := FindLoop(file)
+		if err != nil || dev == "" {
+			return err
+		}
+		if point, err := DeviceMountedAt(dev); err != nil {
+			return err
+		} else if point != "" {
+			n.log.Eventf("unstaged block volume %s: %s kept, still mounted at %s", id, dev, point)
+			return nil
+		}
+		if err := DetachLoop(dev); err != nil {
+			return err
+		}
+		n.log.Eventf("unstaged block volume %s: %s detached from %s", id, dev, file)
+	}
+	return nil
 }
 
 func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
@@ -242,12 +282,24 @@ func (n *Node) publishMountSource(id string, vctx map[string]string, staging, ta
 	return source, os.MkdirAll(target, 0o750)
 }
 
-// publishBlockSource is the backing file, with the target created as a file (the CO
-// creates its parent directory only).
+// publishBlockSource is the loop device over the backing file (attached here when the
+// volume was not staged on this node), with the target created as a file (the CO creates
+// its parent directory only; a device node is bind-mounted onto a file).
 func (n *Node) publishBlockSource(id string, vctx map[string]string, target string) (string, error) {
-	source, err := n.ensureBacking(id, vctx, true)
+	file, err := n.ensureBacking(id, vctx, true)
 	if err != nil {
 		return "", err
+	}
+	source := file
+	if !n.cfg.BlockFile {
+		if source, err = AttachLoop(file); err != nil {
+			return "", fmt.Errorf("loop device over %s: %w", file, err)
+		}
+		// the kubelet takes a loop device of its own over the published path (its fd
+		// lock, `losetup -f`): the device it will be handed needs a node here too
+		if err := SpareLoopNode(); err != nil {
+			n.log.Eventf("volume %s: no node for a spare loop device: %v", id, err)
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 		return "", err

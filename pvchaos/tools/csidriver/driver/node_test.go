@@ -2,7 +2,8 @@ package driver
 
 // The node service with real bind mounts (root only): data written through the target
 // lands in the backing directory, every step is idempotent, readonly holds, block
-// publishes a file, and nothing stays mounted.
+// publishes a loop device over the backing file (detached at unstage once no target
+// holds it), and nothing stays mounted.
 
 import (
 	"context"
@@ -99,25 +100,106 @@ func TestNodeMountLifecycle(t *testing.T) {
 
 func TestNodeBlockPublish(t *testing.T) {
 	n, dir := newTestNode(t)
+	if _, err := os.Stat(loopControl); err != nil {
+		t.Skipf("no loop devices here: %v", err)
+	}
+	ctx := context.Background()
+	vctx := map[string]string{CtxTopology: ModeZone, CtxZone: "z1", CtxCapacity: "4194304"}
+	staging, target, second := filepath.Join(dir, "staging"), filepath.Join(dir, "dev", "v1"), filepath.Join(dir, "dev", "v1-b")
+	file := filepath.Join(dir, "data", "zone", "v1", "block")
+	stage := &csi.NodeStageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, VolumeCapability: blockCap(snw), VolumeContext: vctx}
+	for i := 0; i < 2; i++ { // the second stage finds the device the first attached
+		if _, err := n.NodeStageVolume(ctx, stage); err != nil {
+			t.Fatalf("stage %d: %v", i, err)
+		}
+	}
+	dev, err := FindLoop(file)
+	if err != nil || dev == "" {
+		t.Fatalf("no loop device over %s after stage: %q %v", file, dev, err)
+	}
+	t.Cleanup(func() { _ = DetachLoop(dev) })
+	names, _ := loopNames()
+	attached := 0
+	for _, name := range names {
+		if backingFileOf(name) == file {
+			attached++
+		}
+	}
+	if attached != 1 {
+		t.Fatalf("%d loop devices over %s after two stages, want 1", attached, file)
+	}
+	for _, tp := range []string{target, target, second} { // target twice: idempotent
+		if _, err := n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, TargetPath: tp, VolumeCapability: blockCap(snw), VolumeContext: vctx}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(target)
+	if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+		t.Fatalf("block target is not a block device: %v %v", fi, err)
+	}
+	// bytes written to the device are the backing file's
+	out, err := os.OpenFile(target, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.WriteAt([]byte("pvchaos-block"), 512); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	if err := n.unpublish(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if point, err := DeviceMountedAt(dev); err != nil || point != target {
+		t.Fatalf("%s should still be mounted at %s, is at %q (%v)", dev, target, point, err)
+	}
+	// unstage while a target still holds the device keeps it attached
+	if _, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging}); err != nil {
+		t.Fatal(err)
+	}
+	if still, _ := FindLoop(file); still != dev {
+		t.Fatalf("unstage detached %s while it was mounted at %s", dev, target)
+	}
+	if err := n.unpublish(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging}); err != nil {
+			t.Fatalf("unstage %d: %v", i, err)
+		}
+	}
+	if still, err := FindLoop(file); err != nil || still != "" {
+		t.Fatalf("loop device %q still over %s after unstage (%v)", still, file, err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil || int64(len(data)) != 4*Mi || string(data[512:525]) != "pvchaos-block" {
+		t.Fatalf("the backing file does not hold what was written to the device: %d bytes, %v", len(data), err)
+	}
+}
+
+// The broken node plugin (--fault-block-file) publishes the backing file itself: a
+// regular file, no loop device, which a container runtime refuses as a device.
+func TestNodeBlockFileFault(t *testing.T) {
+	n, dir := newTestNode(t)
+	n.cfg.BlockFile = true
 	ctx := context.Background()
 	vctx := map[string]string{CtxTopology: ModeZone, CtxZone: "z1", CtxCapacity: "4194304"}
 	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "dev", "v1")
-	if _, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, VolumeCapability: blockCap(snw), VolumeContext: vctx}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := n.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, TargetPath: target, VolumeCapability: blockCap(snw), VolumeContext: vctx}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(target); err != nil || fi.Size() != 4*Mi || !fi.Mode().IsRegular() {
-		t.Fatalf("block target: %v %v", fi, err)
+		t.Fatalf("faulty block target: %v %v", fi, err)
 	}
 	if mounted, _ := IsMountPoint(target); !mounted {
 		t.Fatal("block target not bind-mounted")
 	}
-	if _, err := n.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "v1", TargetPath: target}); err != nil {
-		t.Fatal(err)
+	if dev, _ := FindLoop(filepath.Join(dir, "data", "zone", "v1", "block")); dev != "" {
+		t.Fatalf("the faulty plugin attached %s", dev)
 	}
-	if _, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging}); err != nil {
+	if err := n.unpublish(ctx, target); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -151,5 +233,31 @@ func TestNodeGetInfoWithoutTopology(t *testing.T) {
 	info, err := n.NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
 	if err != nil || info.GetNodeId() != "n1" || info.GetMaxVolumesPerNode() != 3 || info.GetAccessibleTopology() != nil {
 		t.Fatalf("NodeGetInfo with NoTopology: %v, %v", info, err)
+	}
+}
+
+func (n *Node) unpublish(ctx context.Context, target string) error {
+	_, err := n.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "v1", TargetPath: target})
+	return err
+}
+
+// A node about to be deleted with a block volume still staged gives its loop device back.
+func TestReleaseLoops(t *testing.T) {
+	n, dir := newTestNode(t)
+	if _, err := os.Stat(loopControl); err != nil {
+		t.Skipf("no loop devices here: %v", err)
+	}
+	vctx := map[string]string{CtxTopology: ModeNode, CtxNode: "n1", CtxCapacity: "1048576"}
+	if _, err := n.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "v1",
+		StagingTargetPath: filepath.Join(dir, "staging"), VolumeCapability: blockCap(snw), VolumeContext: vctx}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "data", "local", "v1", "block")
+	released, err := ReleaseLoops(filepath.Join(dir, "data"))
+	if err != nil || len(released) != 1 || !strings.Contains(released[0], file) {
+		t.Fatalf("released %v, %v", released, err)
+	}
+	if dev, _ := FindLoop(file); dev != "" {
+		t.Fatalf("%s still over %s", dev, file)
 	}
 }
