@@ -97,6 +97,14 @@ class CsiOptions:
     # pvchaos-csi --snapshots=false and no csi-snapshotter, while the cluster still claims
     # snapshots and clones (a driver without copies; only the self-checks turn it on)
     fault_no_copies: bool = False
+    # pvchaos-csi node --fault-no-mount: stage and publish answer OK and the pod gets an
+    # empty scratch directory, new at each publish, never the volume (real kubelets only;
+    # only the self-checks turn it on)
+    fault_no_mount: bool = False
+    # pvchaos-csi node --fault-ignore-mount-group, and the CSIDriver's fsGroupPolicy File:
+    # the kubelet leaves the pod's fsGroup to a node plugin that ignores it (real kubelets
+    # only; only the self-checks turn it on)
+    fault_ignore_mount_group: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:
@@ -224,11 +232,12 @@ def attacher_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[str]:
 def csi_driver_object(options: CsiOptions) -> dict[str, Any]:
     """The CSIDriver: attach required (the attach/detach controller then makes
     VolumeAttachments the external-attacher serves), pod info on mount, persistent only."""
+    spec: dict[str, Any] = {"attachRequired": True, "podInfoOnMount": True,
+                            "storageCapacity": options.capacity_tracking, "volumeLifecycleModes": ["Persistent"]}
+    if options.fault_ignore_mount_group:  # the policy that makes the group the test expects
+        spec["fsGroupPolicy"] = "File"
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
-            "metadata": {"name": DRIVER_NAME, "labels": {OWNED_LABEL: "true"}},
-            "spec": {"attachRequired": True, "podInfoOnMount": True,
-                     "storageCapacity": options.capacity_tracking,
-                     "volumeLifecycleModes": ["Persistent"]}}
+            "metadata": {"name": DRIVER_NAME, "labels": {OWNED_LABEL: "true"}}, "spec": spec}
 
 
 def csi_node_object(node: str, options: CsiOptions) -> dict[str, Any]:

@@ -100,7 +100,9 @@ def node_plugin_args(spec: NodeSpec, options: csi.CsiOptions) -> list[str]:
             f"--node-id={spec.name}", f"--zone={spec.zone}",
             f"--hostname={spec.labels.get(HOSTNAME_KEY, spec.name)}",
             f"--max-volumes-per-node={options.max_volumes_per_node}", f"--data-root={NODE_DATA_ROOT}",
-            f"--calls-log={NODE_CALLS_LOG}", f"--registration-dir={REGISTRATION_DIR}"]
+            f"--calls-log={NODE_CALLS_LOG}", f"--registration-dir={REGISTRATION_DIR}",
+            *(["--fault-no-mount"] if options.fault_no_mount else []),
+            *(["--fault-ignore-mount-group"] if options.fault_ignore_mount_group else [])]
 
 
 def node_unit(spec: NodeSpec, options: csi.CsiOptions) -> str:

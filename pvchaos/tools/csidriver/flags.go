@@ -28,6 +28,8 @@ type options struct {
 	kubeletEndpoint string // what the registrar tells the kubelet to dial (default: endpoint)
 	faultMisplace   bool
 	faultNoTopology bool
+	faultNoMount    bool
+	faultMountGroup bool
 	nodeKey         string
 	topologyLabels  []string
 	faultNever      bool
@@ -69,6 +71,10 @@ func parseFlags(mode string, args []string) (options, error) {
 		fs.Int64Var(&o.maxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node (0: no limit)")
 		fs.BoolVar(&o.faultNoTopology, "fault-no-topology", false,
 			"self-verification only: NodeGetInfo reports no accessible topology (a broken node plugin)")
+		fs.BoolVar(&o.faultNoMount, "fault-no-mount", false,
+			"self-verification only: NodeStageVolume and NodePublishVolume answer OK without looking at or mounting the volume; the pod gets an empty directory of its own, new at each publish (a node plugin that never serves the volume's data)")
+		fs.BoolVar(&o.faultMountGroup, "fault-ignore-mount-group", false,
+			"self-verification only: the node advertises VOLUME_MOUNT_GROUP (the kubelet then leaves fsGroup to the driver) and ignores the volume_mount_group it is given")
 		fs.Func("topology-from-node-labels", "comma list of Node label keys to report as topology (read through the in-cluster API at start), e.g. topology.kubernetes.io/zone",
 			func(v string) error {
 				for _, k := range strings.Split(v, ",") {
