@@ -114,8 +114,10 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if compare_runs.regressions(changes) else 0
 
 
-SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix", "long", "versions")  # tests/conftest.py
-ON_REQUEST_TIERS = ("matrix", "long", "versions")  # too long for every run: only `--tier <name>` (and nightly) runs them
+SELFTEST_TIERS = ("unit", "binaries", "cluster", "selfcheck", "kind", "matrix", "kind-matrix", "long",
+                  "versions")  # tests/conftest.py
+# too long for every run: only `--tier <name>` (and nightly) runs them
+ON_REQUEST_TIERS = ("matrix", "kind-matrix", "long", "versions")
 
 
 def _selftest(args: argparse.Namespace) -> int:

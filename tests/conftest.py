@@ -12,6 +12,9 @@ runs in seconds and CI can run the expensive tiers apart:
   (selfcheck/breakage_table.py), and the volume-limit invariant against a scheduler
   without NodeVolumeLimits; about 15 minutes, so `selftest` runs it only when asked
   (`--tier matrix`), not with the other tiers;
+- `kind-matrix`: every kind-only suite test (real kubelets) under its breakage, on kind
+  clusters broken the same way (selfcheck/test_kind_breakage_matrix.py); about 45
+  minutes, on request (`--tier kind-matrix`) and nightly;
 - `long`: regression loops that take minutes and belong to the nightly workflow, not to
   every CI run (the 50-claim reschedule loop, about 4.5 minutes; `--tier long`);
 - `versions`: the other served minors built, their source checked against the message
@@ -38,6 +41,7 @@ TIERS: tuple[tuple[str, str], ...] = (
     ("backends/", "cluster"),
     ("cluster/", "cluster"),
     ("selfcheck/test_breakage_matrix", "matrix"),
+    ("selfcheck/test_kind_breakage_matrix", "kind-matrix"),
     ("selfcheck/test_invariant_detection", "matrix"),
     ("selfcheck/test_reschedule_loop", "long"),
     ("selfcheck/", "selfcheck"),

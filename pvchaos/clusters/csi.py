@@ -116,6 +116,14 @@ class CsiOptions:
     # bind-mounted as it is, not a loop device over it, so a pod's volumeDevices never
     # starts (a broken node plugin; only the self-checks turn it on)
     fault_block_file: bool = False
+    # pvchaos-csi node --fault-no-mount: stage and publish answer OK and the pod gets an
+    # empty scratch directory, new at each publish, never the volume (real kubelets only;
+    # only the self-checks turn it on)
+    fault_no_mount: bool = False
+    # pvchaos-csi node --fault-ignore-mount-group, and the CSIDriver's fsGroupPolicy File:
+    # the kubelet leaves the pod's fsGroup to a node plugin that ignores it (real kubelets
+    # only; only the self-checks turn it on)
+    fault_ignore_mount_group: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:

@@ -288,7 +288,7 @@ class ExistingProvider:
     def prepare(self, options: Any) -> Teardown | None:
         return None
 
-    def connect(self, options: Any, defaults: Any = None) -> tuple[ClusterHandle, Teardown | None]:
+    def connect(self, options: Any, defaults: Any = None, hooks: Any = None) -> tuple[ClusterHandle, Teardown | None]:
         """The cluster --kubeconfig names (its storage is what is installed there)."""
         if not options.kubeconfig:
             raise ClusterError("backend existing: --kubeconfig is required")

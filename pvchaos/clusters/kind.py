@@ -1050,11 +1050,13 @@ class KindProvider:
             stop_engine(engine)  # only an engine pvchaos started (and none with kind containers left)
         return stop
 
-    def connect(self, options: Any, defaults: ClusterDefaults) -> tuple[ClusterHandle, Teardown | None]:
-        """The run's cluster: the one `--kind-cluster` names (left running), or a new one."""
+    def connect(self, options: Any, defaults: ClusterDefaults,
+                hooks: ProvideHooks | None = None) -> tuple[ClusterHandle, Teardown | None]:
+        """The run's cluster: the one `--kind-cluster` names (left running, the hooks not
+        asked: it is not this run's to configure), or a new one."""
         if options.kind_cluster:
             return KindBackend.attach(options.kind_cluster).handle(), None
-        return self.provide(options, ClusterRequest(), defaults, ProvideHooks())
+        return self.provide(options, ClusterRequest(), defaults, hooks or ProvideHooks())
 
     def capabilities(self, request: ClusterRequest, defaults: ClusterDefaults,
                      hooks: ProvideHooks) -> frozenset[str]:
@@ -1079,9 +1081,16 @@ class KindProvider:
 
     def provide(self, options: Any, request: ClusterRequest, defaults: ClusterDefaults,
                 hooks: ProvideHooks) -> tuple[ClusterHandle, Teardown | None]:
-        """A new cluster for this request, its storage stack the request's (clusters/pool.py)."""
-        backend = KindBackend.for_request(request, defaults, cluster=f"pvchaos-{secrets.token_hex(3)}")
+        """A new cluster for this request, its storage stack the request's (clusters/pool.py),
+        with the run's last word on it (`hooks.configure` gets and returns the KindBackend
+        before it starts; `hooks.started` is told once it is up: the self-checks break it)."""
+        backend = hooks.configure(KindBackend.for_request(request, defaults, cluster=f"pvchaos-{secrets.token_hex(3)}"))
         handle = backend.up()
+        try:
+            hooks.started(backend, handle)
+        except BaseException:
+            backend.down(handle)
+            raise
         return handle, lambda: backend.down(handle)
 
     def cluster_up(self, args: argparse.Namespace) -> ClusterHandle:

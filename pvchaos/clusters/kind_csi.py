@@ -101,7 +101,9 @@ def node_plugin_args(spec: NodeSpec, options: csi.CsiOptions) -> list[str]:
             f"--hostname={spec.labels.get(HOSTNAME_KEY, spec.name)}",
             f"--max-volumes-per-node={options.max_volumes_per_node}", f"--data-root={NODE_DATA_ROOT}",
             f"--calls-log={NODE_CALLS_LOG}", f"--registration-dir={REGISTRATION_DIR}",
-            *(["--fault-block-file"] if options.fault_block_file else [])]
+            *(["--fault-block-file"] if options.fault_block_file else []),
+            *(["--fault-no-mount"] if options.fault_no_mount else []),
+            *(["--fault-ignore-mount-group"] if options.fault_ignore_mount_group else [])]
 
 
 def node_unit(spec: NodeSpec, options: csi.CsiOptions) -> str:

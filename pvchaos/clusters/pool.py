@@ -112,7 +112,7 @@ class ClusterPool:
     # -- one cluster per run ----------------------------------------------------------------
     def _external_cluster(self) -> ClusterHandle:
         if self._external is None:
-            self._external, self._external_down = self._provider.connect(self.options, self._defaults)
+            self._external, self._external_down = self._provider.connect(self.options, self._defaults, self.hooks)
         return self._external
 
     def _shaped_for(self, request: ClusterRequest) -> ClusterHandle:

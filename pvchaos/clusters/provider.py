@@ -83,10 +83,11 @@ class Provider(Protocol):
         after the run, or None."""
         ...
 
-    def connect(self, options: Options, defaults: ClusterDefaults) -> tuple[ClusterHandle, Teardown | None]:
+    def connect(self, options: Options, defaults: ClusterDefaults,
+                hooks: ProvideHooks | None = None) -> tuple[ClusterHandle, Teardown | None]:
         """The run's one cluster (the default request's) and how to down it (None: not the
-        harness's to down). The pool asks backends with CLUSTER_PER_REQUEST to `provide` one
-        per request instead."""
+        harness's to down), with the run's hooks where the backend starts it. The pool asks
+        backends with CLUSTER_PER_REQUEST to `provide` one per request instead."""
         ...
 
     def cluster_up(self, args: argparse.Namespace) -> ClusterHandle:

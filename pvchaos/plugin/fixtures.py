@@ -24,6 +24,7 @@ from pvchaos.chaos import leaks
 from pvchaos.clusters import providers
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterError, ClusterHandle
 from pvchaos.clusters.existing import disruption_refusal
+from pvchaos.clusters.kind import KindBackend
 from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.local.registry import sweep_orphans
@@ -97,11 +98,16 @@ def driver_profile(pytestconfig: pytest.Config) -> DriverProfile | None:
 def cluster_pool(pytestconfig: pytest.Config) -> Iterator[ClusterPool]:
     hook = pytestconfig.hook
 
-    def configure(cfg: LocalClusterConfig) -> LocalClusterConfig:
+    def configure(cfg: LocalClusterConfig | KindBackend) -> LocalClusterConfig | KindBackend:
+        if isinstance(cfg, KindBackend):
+            return hook.pytest_pvchaos_kind_config(config=pytestconfig, backend=cfg) or cfg
         return hook.pytest_pvchaos_local_config(config=pytestconfig, cluster_config=cfg) or cfg
 
-    def started(local: LocalCluster, handle: ClusterHandle) -> None:
-        hook.pytest_pvchaos_cluster_started(config=pytestconfig, local=local, handle=handle)
+    def started(cluster: LocalCluster | KindBackend, handle: ClusterHandle) -> None:
+        if isinstance(cluster, KindBackend):
+            hook.pytest_pvchaos_kind_cluster_started(config=pytestconfig, backend=cluster, handle=handle)
+        else:
+            hook.pytest_pvchaos_cluster_started(config=pytestconfig, local=cluster, handle=handle)
 
     resolved = run_config(pytestconfig)
     pool = ClusterPool(resolved.options, hooks=ProvideHooks(configure, started), defaults=resolved.cluster_defaults)

@@ -10,6 +10,10 @@ Breakages come from two plugins: `broken_cluster.py` (PVCHAOS_BREAK: the cluster
 started broken, or broken right after it starts) and `chaos_breakage.py`
 (PVCHAOS_CHAOS_BREAK: kube-controller-manager loses a controller mid-life, or the
 expectation table is wrong).
+
+Tests that need real kubelets run on kind only; their entries say `backend="kind"` and
+`test_kind_breakage_matrix.py` (tier `kind-matrix`) runs them on kind clusters broken the
+same way, while `test_breakage_matrix.py` runs the local ones.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach",
                                    "no-capacity-tracking", "csi-no-topology", "nodevolumelimits", "csi-proxy-inert", "pod-gc",
                                    "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
-                                   "no-reschedule", "wrong-zone", "no-copies", "no-resize-admission")},
-    **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
+                                   "no-reschedule", "wrong-zone", "no-copies", "no-resize-admission", "no-mount",
+                                   "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file")},
+    **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table", "wrong-kubelet-table",
+                                   "wrong-fs-group-change-table")},
 }
+BACKENDS = ("local", "kind")
 
 
 @dataclass(frozen=True)
@@ -36,10 +43,16 @@ class Entry:
 
     breakage: str | None
     why: str
+    backend: str = "local"  # where the matrix breaks it: "kind" for tests that need real kubelets
 
 
 def _e(breakage: str, why: str) -> Entry:
     return Entry(breakage, why)
+
+
+def _k(breakage: str, why: str) -> Entry:
+    """A kind-only test (real kubelets): broken and run on kind (tier kind-matrix)."""
+    return Entry(breakage, why, "kind")
 
 
 def _none(why: str) -> Entry:
@@ -65,12 +78,12 @@ _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisf
                  "rox-claim-binds-multi-mode-pv", "rox-pv-refuses-rwo-claim", "block-pv-refuses-filesystem-claim",
                  "block-claim-binds-block-pv", "class-mismatch-stays-pending", "selector-picks-labelled-pv",
                  "selector-excludes-every-pv")
-_KIND_ONLY = "runs on the kind backend only (real kubelets mount, stage and register); this matrix breaks local clusters"
-_KIND_INERT = (f"{_KIND_ONLY}; run once on kind with csi-proxy-inert (the nodes' fault proxy without --rules): "
-               "no FailedMount with the driver's message in 120 s, the pod ran (docs/self-verification.md)")
-_BLOCK_FILE = (f"{_KIND_ONLY}; run once on kind with the node plugins' --fault-block-file (a block volume's "
-               "backing file bind-mounted as it is, no loop device): the writer pod never Running in 120 s, "
-               "CreateContainerError \"not a device node\" (docs/self-verification.md)")
+_KIND_INERT = ("the nodes' CSI fault proxy ignoring its rules: the NodeStage/NodePublish fault never happens, no "
+               "FailedMount with the driver's message")
+_WRONG_KUBELET = ("the expectation is a table (conformance/kubelet_admission.py); a wrong one (every kubelet refuses) "
+                  "must show as a failure against what the real kubelet does")
+_BLOCK_FILE = ("the node plugin publishing a block volume's backing file as it is (no loop device): the container "
+               "runtime refuses the pod's volumeDevices, \"not a device node\"")
 _BLOCK_BINDING = ("the VolumeBinding plugin decides which volume a WaitForFirstConsumer claim gets (and selects the node "
                   "the driver provisions for); without it the claim is never given a node, nor a volume")
 _MISMATCH_CASES = ("too-small", "class", "volume-mode", "access-mode")
@@ -80,8 +93,8 @@ _VALIDATION_WHY = ("the API gives the same answer with the gate on and off (vali
                    "in every version); only a validation regression would break it, and no switch makes one")
 
 TABLE: dict[str, Entry] = {
-    f"{BV}::test_bytes_written_to_the_device_are_read_by_the_next_pod": _none(_BLOCK_FILE),
-    f"{BV}::test_restore_of_a_block_snapshot_holds_the_source_bytes": _none(_BLOCK_FILE),
+    f"{BV}::test_bytes_written_to_the_device_are_read_by_the_next_pod": _k("block-file", _BLOCK_FILE),
+    f"{BV}::test_restore_of_a_block_snapshot_holds_the_source_bytes": _k("block-file", _BLOCK_FILE),
     f"{BV}::test_block_claim_is_provisioned_in_the_selected_nodes_domain": _e("volumebinding", _BLOCK_BINDING),
     **{f"{BV}::test_a_claim_never_binds_a_volume_of_the_other_mode[{case}]": _e("volumebinding", _BLOCK_BINDING)
        for case in ("block-claim-filesystem-volume", "filesystem-claim-block-volume")},
@@ -96,8 +109,8 @@ TABLE: dict[str, Entry] = {
                      "clone is never Bound"),
     f"{CF}::test_controller_publish_error_then_attached_after_restore": _e("csi-proxy-inert", _INERT),
     f"{CF}::test_slow_attach_delays_the_pod_by_the_delay": _e("csi-proxy-inert", _INERT),
-    f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodeStageVolume]": _none(_KIND_INERT),
-    f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodePublishVolume]": _none(_KIND_INERT),
+    f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodeStageVolume]": _k("csi-proxy-inert", _KIND_INERT),
+    f"{CF}::test_node_call_error_holds_the_pod_until_restore[NodePublishVolume]": _k("csi-proxy-inert", _KIND_INERT),
     f"{CF}::test_create_volume_exhausted_on_one_node_moves_the_pod": _e("csi-proxy-inert", _INERT),
     f"{CF}::test_delete_volume_failing_keeps_the_pv_until_restore": _e("csi-proxy-inert", _INERT),
     f"{CF}::test_deregistered_driver_does_not_let_the_node_take_more_volumes": _e(
@@ -165,12 +178,20 @@ TABLE: dict[str, Entry] = {
     f"{PM}::test_gate_on_still_validates[empty-affinity]": _none(_VALIDATION_WHY),
     f"{PM}::test_gate_on_still_validates[empty-terms]": _none(_VALIDATION_WHY),
     f"{PM}::test_retain_workflow_after_mutation": _e("apiserver-gate-off", _GATE_WHY),
-    f"{RK}::test_local_volume_data_survives_node_crash_and_return": _none(
-        "runs on the kind backend only (real kubelets); tests/kind runs it there, and this matrix breaks local clusters"),
-    f"{RK}::test_moved_volume_brings_the_pod_back_with_the_same_bytes": _none(_KIND_ONLY),
-    f"{RK}::test_moved_volume_without_the_gate_leaves_the_pod_pending": _none(_KIND_ONLY),
-    f"{RK}::test_move_without_the_copy_fails_the_mount_and_is_explained": _none(_KIND_ONLY),
-    f"{RK}::test_node_plugin_gone_leaves_the_pod_in_container_creating": _none(_KIND_ONLY),
+    f"{RK}::test_local_volume_data_survives_node_crash_and_return": _k(
+        "no-mount", "a node plugin that gives the pod scratch space instead of its volume: after the node's reboot the "
+                    "new container reads no marker (it writes a new one)"),
+    f"{RK}::test_moved_volume_brings_the_pod_back_with_the_same_bytes": _k(
+        "no-mount", "the bytes the pod reads must be the ones in its volume's directory; a node plugin that never "
+                    "mounts the volume leaves them elsewhere"),
+    f"{RK}::test_moved_volume_without_the_gate_leaves_the_pod_pending": _k(
+        "gate-on", "with the gate on the API accepts the affinity change the gate-off cluster must refuse"),
+    f"{RK}::test_move_without_the_copy_fails_the_mount_and_is_explained": _k(
+        "no-mount", "a node plugin that stages without looking lets the pod run where the volume's data is not: "
+                    "no FailedMount"),
+    f"{RK}::test_node_plugin_gone_leaves_the_pod_in_container_creating": _k(
+        "node-plugin-returns", "a node plugin its node starts again registers again and the second pod starts (the "
+                               "fault does not hold): the test must see the pod run, not stay ContainerCreating"),
     f"{RC}::test_delete_policy_removes_volume": _e("provisioner", "the provisioner deletes a released dynamic volume"),
     f"{RC}::test_retain_policy_released_until_claim_ref_cleared": _e(
         "pv-binder", "the PV controller moves a PV to Released and back to Available"),
@@ -201,11 +222,16 @@ TABLE: dict[str, Entry] = {
     f"{CT}::test_the_drivers_own_volume_limit_is_enforced": _none(
         "not applicable to pvchaos-csi's default stack (it reports no volume limit) on the clusters this matrix "
         "breaks; with a driver that reports one (certify) the nodevolumelimits breakage lets the extra pod run"),
-    "test_fs_group::test_fs_group_follows_the_drivers_policy[driver]": _none(_KIND_ONLY),
-    "test_fs_group::test_fs_group_follows_the_drivers_policy[None]": _none(_KIND_ONLY),
-    "test_fs_group::test_on_root_mismatch_skips_a_volume_whose_root_matches": _none(
-        f"{_KIND_ONLY}; on kind, PVCHAOS_CHAOS_BREAK=wrong-fs-group-change-table (the oracle says the kubelet walks "
-        "whatever the policy) makes it fail (docs/self-verification.md)"),
+    "test_fs_group::test_fs_group_follows_the_drivers_policy[driver]": _k(
+        "fsgroup-ignored", "fsGroupPolicy File, but a node plugin that takes the fsGroup (VOLUME_MOUNT_GROUP) and "
+                           "ignores it: the volume's root keeps its group"),
+    "test_fs_group::test_fs_group_follows_the_drivers_policy[None]": _k(
+        "fs-group-policy-file", "the test asked for fsGroupPolicy None; a CSIDriver that says File instead makes the "
+                                "kubelet give the volume the group"),
+    "test_fs_group::test_on_root_mismatch_skips_a_volume_whose_root_matches": _k(
+        "wrong-fs-group-change-table", "the expected ownership comes from the fsGroupChangePolicy oracle "
+        "(conformance/fs_group_change.py); a wrong one (the kubelet walks whatever the policy) must show as the "
+        "file's group against what the real kubelet does"),
     f"{CA}::test_capacity_objects_follow_the_driver": _e(
         "no-capacity-tracking", "the external-provisioner publishes CSIStorageCapacity only with capacity tracking on"),
     f"{CA}::test_full_zone_is_filtered_out": _e(
@@ -216,10 +242,12 @@ TABLE: dict[str, Entry] = {
         "no-capacity-tracking", "without capacity objects the scheduler keeps choosing the preferred full zone"),
     f"{AD}::test_volume_attachment_timeline": _e(
         "attach-detach", "the attach/detach controller creates the VolumeAttachment the attacher attaches"),
-    f"{AD}::test_lost_node_keeps_the_volume_until_the_out_of_service_taint": _none(
-        "runs on the kind backend only (a real kubelet reports the volume in use); this matrix breaks local clusters"),
-    f"{AD}::test_returning_node_clears_the_stale_volume_attachment": _none(
-        "runs on the kind backend only (a real kubelet reports the volume in use); this matrix breaks local clusters"),
+    f"{AD}::test_lost_node_keeps_the_volume_until_the_out_of_service_taint": _k(
+        "attach-detach", "the attach/detach controller attaches, keeps and (after the taint) detaches the volume; "
+                         "without it the writer's volume is never attached and the writer never runs"),
+    f"{AD}::test_returning_node_clears_the_stale_volume_attachment": _k(
+        "attach-detach", "the attach/detach controller keeps and (after the node's return) detaches the stale "
+                         "attachment; without it the writer's volume is never attached and the writer never runs"),
     f"{AD}::test_a_driver_without_attach_makes_no_volume_attachment": _none(
         "runs only with a driver whose CSIDriver says attachRequired false (certify's node-local example package); "
         "no switch makes the attach/detach controller attach such a volume"),
@@ -234,12 +262,8 @@ TABLE: dict[str, Entry] = {
         "their soft preference for another zone, every run)"),
     f"{VP}::test_zone_labels_without_node_affinity_place_the_pod[pinned-to-another-zone]": _e(
         "volumezone", "VolumeZone rejects nodes outside the PV's zone label"),
-    f"{KV}::test_affinity_tightened_before_the_kubelet_starts_the_pod": _none(
-        f"{_KIND_ONLY}; on kind, PVCHAOS_CHAOS_BREAK=wrong-kubelet-table (the table says the kubelet refuses) "
-        "makes it fail (docs/self-verification.md#the-kubelet-half-of-kep-5381)"),
-    f"{KV}::test_affinity_tightened_then_the_pod_restarts_on_its_node": _none(
-        f"{_KIND_ONLY}; on kind, PVCHAOS_CHAOS_BREAK=wrong-kubelet-table (the table says the kubelet refuses) "
-        "makes it fail (docs/self-verification.md#the-kubelet-half-of-kep-5381)"),
+    f"{KV}::test_affinity_tightened_before_the_kubelet_starts_the_pod": _k("wrong-kubelet-table", _WRONG_KUBELET),
+    f"{KV}::test_affinity_tightened_then_the_pod_restarts_on_its_node": _k("wrong-kubelet-table", _WRONG_KUBELET),
     f"{ZO}::test_replica_on_a_volume_of_the_down_zone_waits_for_it": _e(
         "volumebinding", "the VolumeBinding plugin keeps the replacement off nodes its bound volume's affinity "
                          "excludes (and without it the replica's claim is never provisioned)"),
@@ -263,11 +287,12 @@ TABLE: dict[str, Entry] = {
 }
 
 
-def by_breakage() -> dict[str, list[str]]:
-    """Breakage -> the suite test ids (suites/<file>.py::<test>) that must fail under it."""
+def by_breakage(backend: str = "local") -> dict[str, list[str]]:
+    """Breakage -> the suite test ids (suites/<file>.py::<test>) that must fail under it
+    on this backend's matrix."""
     out: dict[str, list[str]] = {}
     for test, entry in TABLE.items():
-        if entry.breakage is not None:
+        if entry.breakage is not None and entry.backend == backend:
             module, name = test.split("::", 1)
             out.setdefault(entry.breakage, []).append(f"suites/{module}.py::{name}")
     return out
@@ -277,6 +302,7 @@ def markdown() -> str:
     """The table as it stands in docs/self-verification.md."""
     lines = ["| suite test | breakage that must make it fail | why |", "| --- | --- | --- |"]
     for test, entry in sorted(TABLE.items()):
-        lines.append(f"| `{test.removeprefix('test_')}` | {f'`{entry.breakage}`' if entry.breakage else 'none'} "
+        where = " (kind)" if entry.backend == "kind" else ""
+        lines.append(f"| `{test.removeprefix('test_')}` | {f'`{entry.breakage}`{where}' if entry.breakage else 'none'} "
                      f"| {entry.why} |")
     return "\n".join(lines)

@@ -1,10 +1,18 @@
-"""A pytest plugin that hands the suites deliberately broken local clusters.
+"""A pytest plugin that hands the suites deliberately broken local or kind clusters.
 
 Detection-power tests (test_detection_power.py) run the suites in a subprocess with
-`-p tests.selfcheck.broken_cluster` and `PVCHAOS_BREAK=<breakage>`; every local cluster
-the pvchaos plugin starts in that process, shared or fresh, is then broken the same
-way. The suites must fail there, for the right reason. Without PVCHAOS_BREAK the plugin
-does nothing, so the same command line gives the healthy control run.
+`-p tests.selfcheck.broken_cluster` and `PVCHAOS_BREAK=<breakage>`; every cluster the
+pvchaos plugin starts in that process, shared or fresh, is then broken the same way. The
+suites must fail there, for the right reason. Without PVCHAOS_BREAK the plugin does
+nothing, so the same command line gives the healthy control run.
+
+The same command line works on both backends that start clusters (`--backend local`, the
+default, or `--backend kind`); a breakage the run's backend cannot make is refused before
+anything starts (KIND_BREAKAGES, LOCAL_ONLY), never silently skipped. On kind the cluster
+is changed before `kind create` (kube-controller-manager's kubeadm extraArgs, feature
+gates, the CSI stack's options: pytest_pvchaos_kind_config) or right after it is up
+(pytest_pvchaos_kind_cluster_started); a cluster the run attaches to (`--kind-cluster`)
+is not the run's to break and is refused.
 
 Breakages (what a real cluster gets wrong, made on purpose):
 - `volumebinding`: kube-scheduler without its VolumeBinding plugin: pods schedule with no
@@ -64,14 +72,39 @@ Breakages (what a real cluster gets wrong, made on purpose):
 - `no-resize-admission`: kube-apiserver without its PersistentVolumeClaimResize admission
   plugin (`--disable-admission-plugins` given again, last flag wins): a claim of a class
   without allowVolumeExpansion may then grow its request;
+- `no-mount` (kind only): the node plugin runs with `--fault-no-mount`: NodeStageVolume and
+  NodePublishVolume answer OK without looking at the volume, and the pod gets an empty
+  scratch directory of its own, new at each publish: a node plugin that never gives the
+  pod its volume (no refusal for a volume whose data is not on the node, nothing kept
+  across a node's reboot, nothing the pod writes in the volume's directory);
+- `fsgroup-ignored` (kind only): the CSIDriver says `fsGroupPolicy: File` and the node
+  plugin runs with `--fault-ignore-mount-group`: it advertises VOLUME_MOUNT_GROUP, so the
+  kubelet hands it the pod's fsGroup instead of applying it (csi_mounter.go), and ignores
+  it: the volume's root keeps its group;
+- `block-file` (kind only): the node plugin runs with `--fault-block-file`: NodePublishVolume
+  of a block volume bind-mounts its backing file as it is, not a loop device over it, so
+  the container runtime refuses the pod's volumeDevices ("not a device node");
+- `fs-group-policy-file` (kind only): the CSIDriver says `fsGroupPolicy: File` where a test
+  asked for another (the `csi_fs_group_policy` marker), as a deployment whose CSIDriver kept
+  an old policy would: the kubelet then gives the volume the fsGroup the test asked to be left;
+- `node-plugin-returns` (kind only): a keeper unit on every worker starts the node plugin
+  again within a second of any stop (as a DaemonSet's kubelet restarts its pod), so the
+  plugin a test stops comes back and registers again: a fault that does not hold;
 - `upgrade-pv-binder`: the cluster starts healthy, but an in-place upgrade
   (suites/test_upgrade.py) starts the new kube-controller-manager without
   `persistentvolume-binder-controller` (the same name in 1.35 to 1.37), as an upgrade
   that dropped a controller from its flags would.
 
+On kind (KIND_BREAKAGES): `pv-binder`, `pod-gc`, `attach-detach` (kubeadm's
+`--controllers=*,bootstrapsigner,tokencleaner,-<controller>`), `zone-threshold`, the CSI
+stack's `csi-no-topology`, `wrong-zone`, `no-copies`, `csi-proxy-inert` (the nodes' proxy
+units too), `no-capacity-tracking`, `gate-on`, and the three kind-only ones above. The
+others need the local backend's process control (a scheduler config, a stopped host
+process at start, a restarted apiserver, the test double, an in-place upgrade).
+
 The pvchaos plugin is not changed: this plugin implements its hooks
-(`pytest_pvchaos_local_config`, `pytest_pvchaos_cluster_started`, `pytest_pvchaos_upgrade_plan`,
-pvchaos/plugin/hookspecs.py).
+(`pytest_pvchaos_local_config`, `pytest_pvchaos_cluster_started`, `pytest_pvchaos_kind_config`,
+`pytest_pvchaos_kind_cluster_started`, `pytest_pvchaos_upgrade_plan`, pvchaos/plugin/hookspecs.py).
 """
 
 from __future__ import annotations
@@ -81,11 +114,14 @@ from dataclasses import replace
 
 import pytest
 
-from pvchaos.clusters.backend import ClusterHandle
-from pvchaos.clusters.csi import DRIVER_NAME
+from pvchaos.clusters import kind_csi
+from pvchaos.clusters.backend import ClusterError, ClusterHandle
+from pvchaos.clusters.csi import DRIVER_NAME, CsiOptions
+from pvchaos.clusters.kind import DEFAULT_KCM_FLAGS, KindBackend, KindFaults, kind_node_names
 from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.local.upgrade_plan import UpgradePlan
+from pvchaos.clusters.storage import HarnessStorage
 from pvchaos.kube import kinds
 from pvchaos.kube.client import connect
 from pvchaos.kube.poll import poll_until
@@ -122,7 +158,20 @@ BREAKAGES: dict[str, str] = {
     "no-reschedule": "test double that never removes selected-node after a failure (in place of CSI)",
     "upgrade-pv-binder": f"kube-controller-manager upgraded without {PV_BINDER}",
     "no-resize-admission": "kube-apiserver without the PersistentVolumeClaimResize admission plugin",
+    "no-mount": "node plugin with --fault-no-mount: stage and publish say OK, the pod gets an empty scratch directory",
+    "fsgroup-ignored": "CSIDriver fsGroupPolicy File, node plugin advertising VOLUME_MOUNT_GROUP and ignoring it",
+    "node-plugin-returns": "a keeper on every worker restarts the node plugin within a second of any stop",
+    "block-file": "node plugin with --fault-block-file: a block volume's backing file published as it is, no device",
+    "fs-group-policy-file": "CSIDriver fsGroupPolicy File where a test asked for another",
 }
+# real kubelets: refused on local
+KIND_ONLY = ("no-mount", "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file")
+KIND_BREAKAGES = ("pv-binder", "pod-gc", "attach-detach", "zone-threshold", "csi-no-topology", "wrong-zone", "no-copies",
+                  "csi-proxy-inert", "no-capacity-tracking", "gate-on", *KIND_ONLY)
+# kubeadm's own --controllers for kube-controller-manager: the bootstrap signer and token
+# cleaner are off by default and kubeadm's join needs the signer; extraArgs replace the value
+KUBEADM_CONTROLLERS = "*,bootstrapsigner,tokencleaner"
+KEEPER_UNIT = "pvchaos-csi-keeper.service"
 _SCHEDULER_PLUGIN = {"volumebinding": "VolumeBinding", "nodeaffinity": "NodeAffinity",
                      "noderesourcesfit": "NodeResourcesFit", "volumerestrictions": "VolumeRestrictions",
                      "volumezone": "VolumeZone", "nodevolumelimits": "NodeVolumeLimits"}
@@ -147,16 +196,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, disabled_controllers=tuple(dict.fromkeys((*cfg.disabled_controllers, _CONTROLLER[what]))))
     if what == "zone-threshold":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--unhealthy-zone-threshold=1"))
-    if what == "csi-no-topology":
-        return replace(cfg, csi=replace(cfg.csi, topology=False))
-    if what == "wrong-zone":
-        return replace(cfg, csi=replace(cfg.csi, fault_misplace=True))
-    if what == "no-copies":
-        return replace(cfg, csi=replace(cfg.csi, fault_no_copies=True))
-    if what == "csi-proxy-inert":
-        return replace(cfg, csi=replace(cfg.csi, proxy_rules=False))
-    if what == "no-capacity-tracking":
-        return replace(cfg, csi=replace(cfg.csi, capacity_tracking=False))
+    if what in _CSI:
+        return replace(cfg, csi=break_csi(cfg.csi, what))
     if what == "no-resize-admission":
         return replace(cfg, extra_apiserver_flags=(
             *cfg.extra_apiserver_flags, "--disable-admission-plugins=ServiceAccount,PersistentVolumeClaimResize"))
@@ -167,6 +208,52 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
     if what == "no-reschedule":  # upstream's external-provisioner has no such switch: the double stands in
         return replace(cfg, provisioner_kind="test-double", provisioner_reschedule="off")
     return cfg
+
+
+_CSI = ("csi-no-topology", "wrong-zone", "no-copies", "csi-proxy-inert", "no-capacity-tracking", "no-mount",
+        "fsgroup-ignored", "block-file", "fs-group-policy-file")
+
+
+def break_csi(options: CsiOptions, what: str) -> CsiOptions:
+    """The CSI stack's options with the breakage's switch (pure)."""
+    switch = {"csi-no-topology": {"topology": False}, "wrong-zone": {"fault_misplace": True},
+              "no-copies": {"fault_no_copies": True}, "csi-proxy-inert": {"proxy_rules": False},
+              "no-capacity-tracking": {"capacity_tracking": False}, "no-mount": {"fault_no_mount": True},
+              "fsgroup-ignored": {"fault_ignore_mount_group": True}, "block-file": {"fault_block_file": True},
+              "fs-group-policy-file": {"fs_group_policy": "File"}}[what]
+    return replace(options, **switch)
+
+
+def break_kind(backend: KindBackend, what: str) -> KindBackend:
+    """A kind backend about to start, changed as the breakage says (pure)."""
+    kcm = dict(DEFAULT_KCM_FLAGS if backend.kcm_flags is None else backend.kcm_flags)
+    if what in _CONTROLLER:
+        disabled = [c for c in kcm.get("controllers", KUBEADM_CONTROLLERS).split(",") if c]
+        return replace(backend, kcm_flags={**kcm, "controllers": ",".join(dict.fromkeys(
+            [*disabled, f"-{_CONTROLLER[what]}"]))})
+    if what == "zone-threshold":
+        return replace(backend, kcm_flags={**kcm, "unhealthy-zone-threshold": "1"})
+    if what == "gate-on" and (backend.feature_gates or {}).get(GATE) is False:
+        return replace(backend, feature_gates={**(backend.feature_gates or {}), GATE: True})
+    if what in _CSI:
+        storage = backend.storage
+        if not isinstance(storage, HarnessStorage) or storage.test_double:
+            raise ClusterError(f"{BREAK_ENV}={what}: kind cluster {backend.cluster} does not run pvchaos-csi "
+                               f"(a vendor's package or the test double): the breakage switches pvchaos-csi's stack")
+        return replace(backend, storage=replace(storage, csi=break_csi(storage.csi, what)))
+    return backend
+
+
+def _keep_node_plugins(backend: KindBackend, handle: ClusterHandle) -> None:
+    """On every worker, a unit that starts the node plugin again whenever it is stopped."""
+    faults = handle.faults
+    assert isinstance(faults, KindFaults)
+    loop = f"while sleep 1; do systemctl is-active -q {kind_csi.UNIT} || systemctl start {kind_csi.UNIT}; done"
+    unit = (f"[Unit]\nDescription=pvchaos self-check: restart {kind_csi.UNIT} whenever it stops\n\n"
+            f"[Service]\nExecStart=/bin/sh -c '{loop}'\nRestart=always\n\n[Install]\nWantedBy=multi-user.target\n")
+    for node in kind_node_names(backend.cluster, backend.topology):
+        faults.node_exec(node, f"printf '%b' \"{unit}\" > /etc/systemd/system/{KEEPER_UNIT} && systemctl daemon-reload "
+                               f"&& systemctl enable --now {KEEPER_UNIT}")
 
 
 def _restart_apiserver_without_gate(local: LocalCluster, handle: ClusterHandle) -> None:
@@ -208,8 +295,28 @@ def _csinodes_without_topology(handle: ClusterHandle) -> None:
         kube.api.close()
 
 
+def refusal(what: str, backend: str, attached_kind_cluster: str | None = None) -> str | None:
+    """Why this backend cannot make the breakage (one line), or None."""
+    if backend == "kind" and attached_kind_cluster:
+        return (f"{BREAK_ENV}={what}: --kind-cluster {attached_kind_cluster} is a cluster this run attaches to, not "
+                f"one it starts: it cannot be broken (leave --kind-cluster out)")
+    if backend == "kind" and what not in KIND_BREAKAGES:
+        return (f"{BREAK_ENV}={what}: the kind backend cannot make this breakage (it needs the local backend's "
+                f"process control); on kind: {', '.join(KIND_BREAKAGES)}")
+    if backend == "local" and what in KIND_ONLY:
+        return f"{BREAK_ENV}={what}: needs real kubelets (--backend kind); KWOK nodes mount nothing"
+    if backend not in ("local", "kind"):
+        return f"{BREAK_ENV}={what}: backend {backend} starts no cluster this plugin could break"
+    return None
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    breakage()  # a typo in PVCHAOS_BREAK stops the run before anything starts
+    what = breakage()  # a typo in PVCHAOS_BREAK stops the run before anything starts
+    if what is None:
+        return
+    why = refusal(what, str(config.getoption("backend", "local") or "local"), config.getoption("kind_cluster", None))
+    if why:
+        raise pytest.UsageError(why)
 
 
 def pytest_pvchaos_local_config(config: pytest.Config, cluster_config: LocalClusterConfig) -> LocalClusterConfig | None:
@@ -227,6 +334,16 @@ def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, h
         _csinodes_without_topology(handle)
     if what == "apiserver-gate-off" and handle.feature_gates.get(GATE):
         _restart_apiserver_without_gate(local, handle)
+
+
+def pytest_pvchaos_kind_config(config: pytest.Config, backend: KindBackend) -> KindBackend | None:
+    what = breakage()
+    return break_kind(backend, what) if what else None
+
+
+def pytest_pvchaos_kind_cluster_started(config: pytest.Config, backend: KindBackend, handle: ClusterHandle) -> None:
+    if breakage() == "node-plugin-returns" and backend.runs_csi:
+        _keep_node_plugins(backend, handle)
 
 
 def pytest_pvchaos_upgrade_plan(config: pytest.Config, plan: UpgradePlan) -> UpgradePlan | None:

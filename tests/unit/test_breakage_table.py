@@ -29,7 +29,7 @@ def test_every_collected_suite_test_is_in_the_table_and_nothing_else() -> None:
 
 def test_every_named_breakage_exists_in_its_plugin() -> None:
     known = {**{b: "broken_cluster" for b in broken_cluster.BREAKAGES},
-             **{b: "chaos_breakage" for b in (*chaos_breakage.CONTROLLERS, "wrong-mutation-table")}}
+             **{b: "chaos_breakage" for b in (*chaos_breakage.CONTROLLERS, *chaos_breakage.TABLES)}}
     for test, entry in TABLE.items():
         if entry.breakage is None:
             assert entry.why, f"{test}: no breakage and no reason"
@@ -41,3 +41,22 @@ def test_every_named_breakage_exists_in_its_plugin() -> None:
 def test_the_docs_show_this_table() -> None:
     doc = (REPO / "docs" / "self-verification.md").read_text()
     assert markdown() in doc, "docs/self-verification.md: paste tests.selfcheck.breakage_table.markdown() again"
+
+
+def test_kind_entries_name_breakages_the_kind_backend_can_make() -> None:
+    """A kind-only test's breakage is one broken_cluster makes on kind, or a wrong table
+    (chaos_breakage's controller breakages restart a local kube-controller-manager)."""
+    for test, entry in TABLE.items():
+        if entry.backend != "kind" or entry.breakage is None:
+            continue
+        if PLUGIN_OF[entry.breakage][0].endswith("broken_cluster"):
+            assert broken_cluster.refusal(entry.breakage, "kind") is None, f"{test}: {entry.breakage} not on kind"
+        else:
+            assert entry.breakage in chaos_breakage.TABLES, f"{test}: {entry.breakage} restarts a local component"
+
+
+def test_no_real_kubelet_test_is_left_without_a_breakage() -> None:
+    """Issue 39: every kind-only test is shown failing under a breakage on kind."""
+    kind_only = [t for t in TABLE if t.split("::")[0] in ("test_real_kubelet", "test_fs_group",
+                                                          "test_kubelet_volume_affinity")]
+    assert kind_only and all(TABLE[t].breakage and TABLE[t].backend == "kind" for t in kind_only)

@@ -38,7 +38,8 @@ class TrivialProvider:
         self.prepared += 1
         return None
 
-    def connect(self, options: Options, defaults: ClusterDefaults | None = None) -> tuple[ClusterHandle, Teardown | None]:
+    def connect(self, options: Options, defaults: ClusterDefaults | None = None,
+                hooks: ProvideHooks | None = None) -> tuple[ClusterHandle, Teardown | None]:
         handle = ClusterHandle(name="t", backend=self.name, kubeconfig=Path("/nonexistent"), context=None,
                                k8s_version="v1.35.4", capabilities=frozenset({Capability.ZONES}))
         return handle, lambda: self.downed.append(handle.name)
@@ -124,7 +125,8 @@ class ShapedBackend(TrivialProvider):
         self.asked: list[tuple[str, int, str]] = []
         self.stacks: list[CsiOptions] = []
 
-    def connect(self, options: Options, defaults: ClusterDefaults | None = None) -> tuple[ClusterHandle, Teardown | None]:
+    def connect(self, options: Options, defaults: ClusterDefaults | None = None,
+                hooks: ProvideHooks | None = None) -> tuple[ClusterHandle, Teardown | None]:
         assert defaults is not None
         return self.provide(options, ClusterRequest(), defaults, ProvideHooks())
 

@@ -44,9 +44,10 @@ class LocalProvider:
         ensure_csi_driver()
         return None
 
-    def connect(self, options: Options, defaults: ClusterDefaults) -> tuple[ClusterHandle, Teardown | None]:
+    def connect(self, options: Options, defaults: ClusterDefaults,
+                hooks: ProvideHooks | None = None) -> tuple[ClusterHandle, Teardown | None]:
         """A cluster of the run's defaults (the pool asks `provide` per request instead)."""
-        return self.provide(options, ClusterRequest(), defaults, ProvideHooks())
+        return self.provide(options, ClusterRequest(), defaults, hooks or ProvideHooks())
 
     # -- a cluster per request --------------------------------------------------------------
     def config_for(self, request: ClusterRequest, defaults: ClusterDefaults,

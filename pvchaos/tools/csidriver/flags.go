@@ -29,6 +29,8 @@ type options struct {
 	faultMisplace   bool
 	faultNoTopology bool
 	faultBlockFile  bool
+	faultNoMount    bool
+	faultMountGroup bool
 	nodeKey         string
 	topologyLabels  []string
 	faultNever      bool
@@ -72,6 +74,10 @@ func parseFlags(mode string, args []string) (options, error) {
 			"self-verification only: NodeGetInfo reports no accessible topology (a broken node plugin)")
 		fs.BoolVar(&o.faultBlockFile, "fault-block-file", false,
 			"self-verification only: NodePublishVolume of a block volume bind-mounts its backing file, not a loop device (a broken node plugin)")
+		fs.BoolVar(&o.faultNoMount, "fault-no-mount", false,
+			"self-verification only: NodeStageVolume and NodePublishVolume answer OK without looking at or mounting the volume; the pod gets an empty directory of its own, new at each publish (a node plugin that never serves the volume's data)")
+		fs.BoolVar(&o.faultMountGroup, "fault-ignore-mount-group", false,
+			"self-verification only: the node advertises VOLUME_MOUNT_GROUP (the kubelet then leaves fsGroup to the driver) and ignores the volume_mount_group it is given")
 		fs.Func("topology-from-node-labels", "comma list of Node label keys to report as topology (read through the in-cluster API at start), e.g. topology.kubernetes.io/zone",
 			func(v string) error {
 				for _, k := range strings.Split(v, ",") {

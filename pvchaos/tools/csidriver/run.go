@@ -69,7 +69,8 @@ func run(o options) int {
 	if o.node() {
 		csi.RegisterNodeServer(csiServer, driver.NewNode(driver.NodeConfig{
 			NodeID: o.nodeID, Zone: o.zone, Hostname: o.hostname, MaxVolumes: o.maxVolumes, DataRoot: o.dataRoot,
-			NoTopology: o.faultNoTopology, BlockFile: o.faultBlockFile, NodeKey: o.nodeKey, Labels: labels,
+			NoTopology: o.faultNoTopology, BlockFile: o.faultBlockFile, NoMount: o.faultNoMount,
+			IgnoreMountGroup: o.faultMountGroup, NodeKey: o.nodeKey, Labels: labels,
 		}, log))
 	}
 

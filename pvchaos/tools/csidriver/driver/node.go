@@ -28,6 +28,15 @@ type NodeConfig struct {
 	// NoTopology: a broken node plugin on purpose (--fault-no-topology): NodeGetInfo
 	// reports no accessible topology, so the kubelet writes no topology keys.
 	NoTopology bool
+	// NoMount: a broken node plugin on purpose (--fault-no-mount): stage and publish
+	// answer OK without checking the volume is here, and publish binds a new empty
+	// scratch directory (under <data-root>/scratch) instead of the volume, so the pod
+	// never sees the volume's data and what it writes is gone at the next publish.
+	NoMount bool
+	// IgnoreMountGroup: a broken node plugin on purpose (--fault-ignore-mount-group): it
+	// advertises VOLUME_MOUNT_GROUP, so the kubelet hands it the pod's fsGroup instead of
+	// applying it, and then ignores the volume_mount_group.
+	IgnoreMountGroup bool
 	// NodeKey is the key of the per-node segment ("": HostnameKey), e.g. a vendor's own
 	// vendor.example.com/node; the kubelet labels the Node with it.
 	NodeKey string
@@ -70,9 +79,15 @@ func (n *Node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeG
 // NodeGetCapabilities: staging only (no stats: kubelet would poll them every minute and
 // drown the calls log; no expansion).
 func (n *Node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	return &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{{
+	caps := []*csi.NodeServiceCapability{{
 		Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}},
-	}}}, nil
+	}}
+	if n.cfg.IgnoreMountGroup {
+		caps = append(caps, &csi.NodeServiceCapability{
+			Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP}},
+		})
+	}
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
 // backingDir is where the volume's data lives on this node: the zone's shared directory
@@ -142,6 +157,10 @@ func (n *Node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	}
 	if why := CheckCapability(capability, req.GetVolumeContext()[CtxTopology]); why != "" {
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s: %s", id, why)
+	}
+	if n.cfg.NoMount {
+		n.log.Eventf("fault-no-mount: volume %s not staged (answered OK)", id)
+		return &csi.NodeStageVolumeResponse{}, nil
 	}
 	if err := n.checkLocal(id, req.GetVolumeContext()); err != nil {
 		return nil, err
@@ -240,6 +259,9 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 	if why := CheckCapability(capability, req.GetVolumeContext()[CtxTopology]); why != "" {
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s: %s", id, why)
 	}
+	if n.cfg.NoMount {
+		return n.publishScratch(id, target, capability.GetBlock() != nil)
+	}
 	if err := n.checkLocal(id, req.GetVolumeContext()); err != nil {
 		return nil, err
 	}
@@ -265,6 +287,51 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 		return nil, status.Errorf(codes.Internal, "volume %s node %s: %v", id, n.cfg.NodeID, err)
 	}
 	n.log.Eventf("published volume %s at %s (from %s, readonly=%v)", id, target, source, req.GetReadonly())
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// publishScratch is --fault-no-mount's publish: a new empty directory (or file, for
+// block) under <data-root>/scratch bound onto the target, never the volume.
+func (n *Node) publishScratch(id, target string, block bool) (*csi.NodePublishVolumeResponse, error) {
+	if n.cfg.DataRoot == "" {
+		return &csi.NodePublishVolumeResponse{}, nil
+	}
+	if mounted, err := IsMountPoint(target); err == nil && mounted {
+		return &csi.NodePublishVolumeResponse{}, nil
+	}
+	root := filepath.Join(n.cfg.DataRoot, "scratch")
+	if err := os.MkdirAll(root, 0o777); err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s node %s: %v", id, n.cfg.NodeID, err)
+	}
+	scratch, err := os.MkdirTemp(root, id+"-")
+	if err == nil {
+		err = os.Chmod(scratch, 0o777)
+	}
+	source := scratch
+	if err == nil && block {
+		source = blockFile(scratch)
+		var f *os.File
+		if f, err = os.OpenFile(source, os.O_CREATE, 0o666); err == nil {
+			err = f.Close()
+		}
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(target), 0o750)
+		}
+		if err == nil {
+			if f, err = os.OpenFile(target, os.O_CREATE, 0o660); err == nil {
+				err = f.Close()
+			}
+		}
+	} else if err == nil {
+		err = os.MkdirAll(target, 0o750)
+	}
+	if err == nil {
+		err = BindMount(source, target, false)
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s node %s: %v", id, n.cfg.NodeID, err)
+	}
+	n.log.Eventf("fault-no-mount: published an empty scratch directory %s at %s instead of volume %s", scratch, target, id)
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 

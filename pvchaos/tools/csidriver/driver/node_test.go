@@ -261,3 +261,57 @@ func TestReleaseLoops(t *testing.T) {
 		t.Fatalf("%s still over %s", dev, file)
 	}
 }
+
+func TestNodeFaultNoMountPublishesScratchNotTheVolume(t *testing.T) {
+	n, dir := newTestNode(t)
+	n.cfg.NoMount = true
+	ctx := context.Background()
+	// another node's local volume: a healthy plugin refuses to stage it; this one says OK
+	vctx := map[string]string{CtxTopology: ModeNode, CtxNode: "n2"}
+	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "pods", "t")
+	if _, err := n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v1", StagingTargetPath: staging,
+		VolumeCapability: mountCap(snw), VolumeContext: vctx}); err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+	publish := &csi.NodePublishVolumeRequest{VolumeId: "v1", StagingTargetPath: staging, TargetPath: target,
+		VolumeCapability: mountCap(snw), VolumeContext: vctx}
+	for round := 0; round < 2; round++ {
+		if _, err := n.NodePublishVolume(ctx, publish); err != nil {
+			t.Fatalf("publish %d: %v", round, err)
+		}
+		if _, err := os.Stat(filepath.Join(target, "hello")); !os.IsNotExist(err) {
+			t.Fatalf("publish %d: the scratch directory is not new: %v", round, err)
+		}
+		if err := os.WriteFile(filepath.Join(target, "hello"), []byte("hi"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "data", "local", "v1")); !os.IsNotExist(err) {
+			t.Fatalf("the volume's backing directory was made: %v", err)
+		}
+		if _, err := n.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "v1", TargetPath: target}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestNodeFaultIgnoreMountGroupAdvertisesIt(t *testing.T) {
+	log, _ := NewLogger("test", "")
+	has := func(n *Node) bool {
+		resp, err := n.NodeGetCapabilities(context.Background(), &csi.NodeGetCapabilitiesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range resp.GetCapabilities() {
+			if c.GetRpc().GetType() == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP {
+				return true
+			}
+		}
+		return false
+	}
+	if has(NewNode(NodeConfig{NodeID: "n1"}, log)) {
+		t.Fatal("a healthy node plugin advertises VOLUME_MOUNT_GROUP, which it does not apply")
+	}
+	if !has(NewNode(NodeConfig{NodeID: "n1", IgnoreMountGroup: true}, log)) {
+		t.Fatal("--fault-ignore-mount-group does not advertise VOLUME_MOUNT_GROUP")
+	}
+}

@@ -1,0 +1,102 @@
+"""Every kind-only suite test fails under its breakage, on kind (issue 39 item 1).
+
+The tests that need real kubelets (attach after node loss, the real-data moves, fsGroup,
+mounts through the node plugin, the kubelet half of KEP-5381) cannot be broken on local
+clusters; their entries in `breakage_table.TABLE` say `backend="kind"`. For each such
+breakage, its tests run in one pytest subprocess with `--backend kind`, the breakage's
+plugin and variable (broken_cluster.py makes the breakage on kind clusters), canaries off;
+each must fail with a product failure (kube.errors.PRODUCT_ERRORS), never pass, skip or
+break on infrastructure.
+
+One run at a time: each starts kind clusters (one, plus one per other cluster request,
+e.g. the gate-off cluster), about 1-2 minutes each on 2 cores, and the failures are waits
+running out (60-180 s). About 45 minutes in all, so tier `kind-matrix` runs only when
+asked (`pvchaos selftest --tier kind-matrix`) and nightly. docs/self-verification.md has
+the last result.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import allure
+import pytest
+
+from pvchaos.clusters.kind import KindProvider
+from tests.selfcheck.breakage_table import PLUGIN_OF, by_breakage
+from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Outcome, _outcomes, _stop
+
+pytestmark = [allure.epic("Self-verification"), allure.feature("Kind breakage matrix"), pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = 1800.0
+# Two zones of two nodes: the lost-node tests need a second node in the volume's zone.
+SHAPE = ["--zones", "2", "--nodes-per-zone", "2"]
+
+
+def command(tests: list[str], plugin: str, junit: Path) -> list[str]:
+    """One breakage's run: its tests on kind, one process (one kind cluster at a time)."""
+    return [sys.executable, "-m", "pytest", *tests, "-p", plugin, "-p", "no:cacheprovider", "-q", "-n", "0",
+            f"--junitxml={junit}", "--no-canaries", "--backend", "kind", *SHAPE]
+
+
+def _sweep_kind(state: Path) -> None:
+    """Down any kind cluster a stopped run left in its private state directory."""
+    old = os.environ.get("PVCHAOS_STATE_DIR")
+    os.environ["PVCHAOS_STATE_DIR"] = str(state)
+    try:
+        KindProvider().cluster_down(None)
+    finally:
+        if old is None:
+            os.environ.pop("PVCHAOS_STATE_DIR", None)
+        else:
+            os.environ["PVCHAOS_STATE_DIR"] = old
+
+
+@pytest.fixture(scope="module")
+def kind_matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[dict[str, Outcome], str, float]]]:
+    """breakage -> (outcomes by node id, output tail, seconds), one run after the other."""
+    done: dict[str, tuple[dict[str, Outcome], str, float]] = {}
+    for breakage, tests in sorted(by_breakage("kind").items()):
+        plugin, env_var = PLUGIN_OF[breakage]
+        d = tmp_path_factory.mktemp(f"kind-{breakage}")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
+        env.update({env_var: breakage, "PVCHAOS_STATE_DIR": str(d / "state")})
+        log = d / "output.txt"
+        t0 = time.monotonic()
+        with log.open("wb") as out:
+            proc = subprocess.Popen(command(tests, plugin, d / "junit.xml"), cwd=REPO, env=env, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                proc.wait(RUN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                _stop(proc)
+            finally:
+                if proc.poll() is None:
+                    _stop(proc)
+        _sweep_kind(d / "state")
+        done[breakage] = (_outcomes(d / "junit.xml"), log.read_text(errors="replace")[-4000:], time.monotonic() - t0)
+    yield done
+
+
+@pytest.mark.parametrize("breakage", sorted(by_breakage("kind")))
+def test_every_kind_test_fails_under_its_breakage(
+        breakage: str, kind_matrix: dict[str, tuple[dict[str, Outcome], str, float]]) -> None:
+    outcomes, tail, seconds = kind_matrix[breakage]
+    allure.attach(tail, "pytest output (tail)", allure.attachment_type.TEXT)
+    print(f"[pvchaos] kind breakage {breakage}: {len(outcomes)} tests in {seconds:.0f}s")
+    wrong = []
+    for test in by_breakage("kind")[breakage]:
+        got = outcomes.get(test)
+        if got is None:
+            wrong.append(f"{test}: no result (run output tail below)")
+        elif got.status not in ("failed", "error"):
+            wrong.append(f"{test}: {got.status} under {breakage}")
+        elif not any(name in got.message for name in EXPECTATION_ERRORS):
+            wrong.append(f"{test}: failed, but not with a product failure: {got.message[:300]}")
+    assert not wrong, f"under {breakage} on kind:\n" + "\n".join(wrong) + f"\n--- output tail ---\n{tail}"
