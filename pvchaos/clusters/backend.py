@@ -70,6 +70,9 @@ class Capability(StrEnum):
     SNAPSHOTS = "snapshots"
     # a claim whose dataSource is another claim is a clone (the driver's CLONE_VOLUME)
     CLONES = "clones"
+    # CSI inline ephemeral volumes: a pod's `volumes[].csi` of the driver, no claim, no PV
+    # (its CSIDriver's volumeLifecycleModes list Ephemeral; a profile's InlineVolumes)
+    INLINE_EPHEMERAL = "inline-ephemeral"
 
 
     @classmethod

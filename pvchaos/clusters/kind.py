@@ -972,6 +972,8 @@ class KindBackend:
                 caps.add(Capability.WFFC_ONLY)
             if self.vendor.package.runs_snapshotter:
                 caps.add(Capability.SNAPSHOTS)
+            if "Ephemeral" in self.vendor.package.lifecycle_modes:
+                caps.add(Capability.INLINE_EPHEMERAL)
             caps.add(Capability.CLONES)  # the external-provisioner passes a claim source on
             wiring = self.proxy_wiring()
             if wiring is not None and wiring.wired:
@@ -980,7 +982,7 @@ class KindBackend:
             caps.add(Capability.PROVISIONING_FAILURES)
             if self.runs_csi:
                 caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.SNAPSHOTS,
-                         Capability.CLONES}
+                         Capability.CLONES, Capability.INLINE_EPHEMERAL}
         if dict(self.config().get("featureGates", {})).get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
         return frozenset(caps)
@@ -1067,6 +1069,9 @@ class KindProvider:
             details[Capability.ATTACH] = f"driver {driver}'s CSIDriver sets attachRequired false"
         if not backend.vendor.package.runs_snapshotter:
             details[Capability.SNAPSHOTS] = f"driver {driver}'s package runs no csi-snapshotter sidecar: not supported"
+        if "Ephemeral" not in backend.vendor.package.lifecycle_modes:
+            details[Capability.INLINE_EPHEMERAL] = (f"driver {driver}'s CSIDriver lists volumeLifecycleModes "
+                                                    f"{list(backend.vendor.package.lifecycle_modes)}: not supported")
         return details
 
     def provide(self, options: Any, request: ClusterRequest, defaults: ClusterDefaults,

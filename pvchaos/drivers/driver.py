@@ -26,7 +26,7 @@ from typing import Protocol
 import yaml
 
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterHandle
-from pvchaos.clusters.csi import DRIVER_NAME, TOPOLOGY_PARAMETER
+from pvchaos.clusters.csi import DRIVER_NAME, INLINE_SIZE_ATTRIBUTE, TOPOLOGY_PARAMETER
 from pvchaos.drivers.profile import DriverProfile, effective_capabilities, missing_reason
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
@@ -68,6 +68,12 @@ class Driver(Protocol):
     def snapshot_class(self, name: str) -> Obj:
         """The body of a VolumeSnapshotClass of this driver for one test (deletionPolicy
         Delete unless the driver's own class says otherwise)."""
+        ...
+
+    def inline_volume(self, number: int = 0) -> Obj:
+        """A pod volume's `csi` source of this driver (a CSI inline ephemeral volume, no
+        claim, no PV), with the attributes the driver wants; put it in a pod with
+        `b.pod(..., inline=[...])`."""
         ...
 
 
@@ -136,6 +142,13 @@ class HarnessDriver:
         if not self.cluster.zonal_class_provisioner:
             raise DriverError(f"backend {self.cluster.backend} has no provisioner (no snapshots)")
         return _snapshot_class(name, {"driver": self.cluster.zonal_class_provisioner})
+
+    def inline_volume(self, number: int = 0) -> Obj:
+        """pvchaos-csi's inline volume asks for a size (the node checks its free space for it)."""
+        if Capability.INLINE_EPHEMERAL not in self.cluster.capabilities or not self.cluster.zonal_class_provisioner:
+            raise DriverError(f"backend {self.cluster.backend} has no inline-ephemeral driver")
+        driver = self.cluster.zonal_class_provisioner
+        return b.inline_csi_volume(driver, {INLINE_SIZE_ATTRIBUTE: "16Mi"} if driver == DRIVER_NAME else None)
 
 
 @dataclass(frozen=True)
@@ -207,6 +220,14 @@ class ProfileDriver:
             except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
                 raise DriverError(f"driver {self.name}: SnapshotClass.FromFile {path}: {exc}") from None
         raise DriverError(f"driver {self.name}: the profile sets no SnapshotClass source (no snapshots)")
+
+    def inline_volume(self, number: int = 0) -> Obj:
+        """The profile's InlineVolumes[number] (upstream's GetVolume): its Attributes as the
+        volumeAttributes, ReadOnly as the source's readOnly."""
+        entry = self.profile.inline_volume(number)
+        if not entry:
+            raise DriverError(f"driver {self.name}: the profile lists no InlineVolumes (no inline-ephemeral)")
+        return b.inline_csi_volume(self.name, entry.get("Attributes") or None, bool(entry.get("ReadOnly")))
 
 
 def missing_for(backend_capabilities: frozenset[str], backend: str, profile: DriverProfile | None,

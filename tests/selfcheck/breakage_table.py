@@ -25,7 +25,7 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "noderesourcesfit", "volumerestrictions", "volumezone", "attach-detach",
                                    "no-capacity-tracking", "csi-no-topology", "nodevolumelimits", "csi-proxy-inert", "pod-gc",
                                    "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
-                                   "no-reschedule", "wrong-zone", "no-copies")},
+                                   "no-reschedule", "wrong-zone", "no-copies", "no-inline")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table")},
 }
 
@@ -56,6 +56,10 @@ SN = "test_snapshots"
 _NO_SNAPSHOTS = ("a driver that advertises no CREATE_DELETE_SNAPSHOT, with no csi-snapshotter: the VolumeSnapshot "
                  "never becomes readyToUse")
 _INERT = "the CSI fault proxy ignoring its rules: the injected fault never happens, and the test sees that"
+IE = "test_inline_ephemeral"
+_KIND_NO_INLINE = ("runs on the kind backend only (a real kubelet publishes inline volumes); this matrix breaks local "
+                   "clusters; run once on kind with no-inline (the CSIDriver lists Persistent only): FailedMount "
+                   "'volume mode \"Ephemeral\" not supported', the pod never runs (docs/self-verification.md)")
 
 _STATIC_CASES = ("smallest-fit-wins", "100Gi-never-satisfies-120Gi", "1Ti-satisfies-100Gi", "rwo-pv-refuses-rwx-claim",
                  "rox-claim-binds-multi-mode-pv", "rox-pv-refuses-rwo-claim", "block-pv-refuses-filesystem-claim",
@@ -71,6 +75,12 @@ _VALIDATION_WHY = ("the API gives the same answer with the gate on and off (vali
                    "in every version); only a validation regression would break it, and no switch makes one")
 
 TABLE: dict[str, Entry] = {
+    f"{IE}::test_inline_volume_is_written_read_and_unpublished_with_its_pod": _none(_KIND_NO_INLINE),
+    f"{IE}::test_kubelet_publishes_the_inline_volume_as_ephemeral_and_unpublishes_it": _none(_KIND_NO_INLINE),
+    f"{IE}::test_inline_volumes_do_not_count_against_the_node_volume_limit": _e(
+        "nodevolumelimits", "without NodeVolumeLimits the full node takes the pod with one more claim, so the test "
+        "cannot tell the inline volumes were left out of the count (on kind, no-inline fails it too: the inline pod "
+        "never runs)"),
     f"{SN}::test_restore_has_the_source_bytes_and_its_pod_follows_the_volume": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_restore_for_a_pod_pinned_elsewhere": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_snapshot_outlives_its_source": _e("no-copies", _NO_SNAPSHOTS),

@@ -110,6 +110,7 @@ BREAKAGES: dict[str, str] = {
     "csi-no-topology": "external-provisioner with --feature-gates=Topology=false",
     "wrong-zone": "CSI driver with --fault-misplace: zonal volumes outside the selected node's zone",
     "no-copies": "CSI driver with --snapshots=false and no csi-snapshotter: no snapshots, restores or clones",
+    "no-inline": "CSIDriver listing volumeLifecycleModes [Persistent] only: the kubelet refuses inline volumes",
     "nodevolumelimits": "kube-scheduler without the NodeVolumeLimits plugin",
     "csi-proxy-inert": "CSI fault proxy that forwards every call and never reads its rules",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
@@ -149,6 +150,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
         return replace(cfg, csi=replace(cfg.csi, fault_misplace=True))
     if what == "no-copies":
         return replace(cfg, csi=replace(cfg.csi, fault_no_copies=True))
+    if what == "no-inline":
+        return replace(cfg, csi=replace(cfg.csi, fault_no_inline=True))
     if what == "csi-proxy-inert":
         return replace(cfg, csi=replace(cfg.csi, proxy_rules=False))
     if what == "no-capacity-tracking":
