@@ -35,8 +35,9 @@ pytestmark = [allure.epic("The CSI path"), allure.feature("CSI inline ephemeral 
               pytest.mark.needs("inline-ephemeral")]
 
 EPHEMERAL_KEY = "csi.storage.k8s.io/ephemeral"
-# a pod whose deletion is graceful: with 0 the API server removes it at once, before the
-# kubelet has torn anything down, and its disappearance would prove nothing
+# a pod deleted gracefully (ws.delete(..., graceful=True)) with its own period: with 0 the
+# API server removes it at once, before the kubelet has torn anything down, and its
+# disappearance would prove nothing
 GRACE = {"terminationGracePeriodSeconds": 1}
 
 
@@ -90,7 +91,8 @@ def test_inline_volume_is_written_read_and_unpublished_with_its_pod(ws: Workspac
     x.expect(read == payload, f"the pod reads back what it wrote into its inline volume: {read!r}, not {payload!r}",
              pod, ws=ws)
     _no_claim_no_pv(ws, pod)
-    ws.delete("Pod", "app", timeout=90)  # returns once the kubelet removed the pod, its volumes torn down
+    # graceful: the kubelet removes the pod only once its volumes are torn down
+    ws.delete("Pod", "app", timeout=90, graceful=True)
 
 
 @allure.story("the kubelet publishes an inline volume unstaged, marked ephemeral, with its own id, and unpublishes it")
@@ -104,7 +106,7 @@ def test_kubelet_publishes_the_inline_volume_as_ephemeral_and_unpublishes_it(ws:
     ws.create(_writer(ws, "app", secrets.token_hex(8)))
     pod = x.pod_runs(ws, "app", timeout=120)
     node, volume_id = o.node_name(pod) or "", kubelet_volume_id(o.uid(pod), "v0")
-    ws.delete("Pod", "app", timeout=90)
+    ws.delete("Pod", "app", timeout=90, graceful=True)
     calls = [c for c in node_calls(ws.cluster, node) if (c.get("request") or {}).get("volume_id") == volume_id]
     by_method: dict[str, list[dict]] = {}
     for c in calls:
