@@ -230,6 +230,12 @@ class ProfileDriver:
         return b.inline_csi_volume(self.name, entry.get("Attributes") or None, bool(entry.get("ReadOnly")))
 
 
+# What a backend reads from the driver's own objects (its package runs csi-snapshotter; its
+# CSIDriver lists Ephemeral): when the backend lacks one, that is the reason ("not
+# supported", the backend's missing_details), before what the profile lacks.
+_BACKEND_FIRST = (Capability.SNAPSHOTS, Capability.INLINE_EPHEMERAL)
+
+
 def missing_for(backend_capabilities: frozenset[str], backend: str, profile: DriverProfile | None,
                 capability: str) -> CapabilityMissing | None:
     """Why a test needing `capability` cannot run on this backend with this driver (None:
@@ -237,6 +243,8 @@ def missing_for(backend_capabilities: frozenset[str], backend: str, profile: Dri
     effective = effective_capabilities(backend_capabilities, profile) if profile else backend_capabilities
     if capability in effective:
         return None
+    if capability in _BACKEND_FIRST and capability not in backend_capabilities:
+        return CapabilityMissing(capability, f"backend {backend}")
     reason = missing_reason(profile, capability) if profile else None
     if reason is None:
         return CapabilityMissing(capability, f"backend {backend}")

@@ -10,9 +10,10 @@ from pvchaos import certify_package as pkg
 from pvchaos.clusters import csi
 from pvchaos.clusters.backend import Capability, ClusterHandle
 from pvchaos.clusters.existing import inline_drivers
-from pvchaos.clusters.kind import KindBackend
+from pvchaos.clusters.kind import PROVIDER, KindBackend
 from pvchaos.clusters.local.cluster import local_capabilities
 from pvchaos.clusters.local.config import LocalClusterConfig
+from pvchaos.clusters.provider import ProvideHooks
 from pvchaos.clusters.request import ClusterRequest
 from pvchaos.clusters.vendor_package import load_package
 from pvchaos.conformance.volume_evidence import evidence
@@ -45,6 +46,12 @@ def test_a_vendor_package_has_inline_volumes_when_its_csidriver_lists_ephemeral(
     assert Capability.INLINE_EPHEMERAL in KindBackend.for_request(ClusterRequest(), defaults(True), cluster="t").capabilities()
     local = KindBackend.for_request(ClusterRequest(), defaults(True, EXAMPLES / "vendor-node-local"), cluster="t")
     assert Capability.INLINE_EPHEMERAL not in local.capabilities()
+    details = PROVIDER.missing_details(ClusterRequest(), defaults(True, EXAMPLES / "vendor-node-local"), ProvideHooks())
+    assert details[Capability.INLINE_EPHEMERAL].endswith("volumeLifecycleModes ['Persistent']: not supported")
+    # the CSIDriver is the reason, before the profile's missing InlineVolumes
+    profile = _profile(None)
+    missing = missing_for(local.capabilities(), "kind", profile, Capability.INLINE_EPHEMERAL)  # type: ignore[arg-type]
+    assert missing is not None and missing.source == "backend kind" and not missing.detail
 
 
 def test_an_existing_cluster_names_the_drivers_with_the_ephemeral_mode() -> None:
