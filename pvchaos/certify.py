@@ -66,7 +66,7 @@ from pvchaos.tools.versions import DEFAULT_K8S_VERSION
 # capability it lacks) skips naming why.
 TIERS: dict[str, tuple[str, ...]] = {
     "core": ("binding_modes", "csi_topology", "spreading", "capacity", "pv_affinity_mutation", "reclaim", "fs_group",
-             "snapshots", "block_volumes", "expansion"),
+             "snapshots", "block_volumes", "expansion", "inline_ephemeral"),
     "disruption": ("node_failure", "attach_detach", "zone_outage", "real_kubelet", "csi_faults"),
     "scale": ("volume_stress",),
 }

@@ -92,6 +92,7 @@ class Discovery:
             "GetPluginCapabilities": _answered(self.plugin_capabilities, self.services_source),
             "NodeGetCapabilities": _answered(self.node_capabilities, self.services_source),
             "ControllerGetCapabilities": _answered(self.controller_capabilities, self.services_source),
+            "volumeLifecycleModes": ", ".join(self.volume_lifecycle_modes) if self.volume_lifecycle_modes else "unknown",
         }
 
 
@@ -185,6 +186,10 @@ def compare(profile: DriverProfile | None, d: Discovery) -> list[Disagreement]:
         out.append(Disagreement("fsGroup", "fsGroup=true", "CSIDriver fsGroupPolicy=None"))
     if profile.has("volumeLimits") and d.max_volumes is None:
         out.append(Disagreement("volumeLimits", "volumeLimits=true", "no allocatable count in the CSINodes"))
+    if profile.inline_volumes and d.volume_lifecycle_modes and "Ephemeral" not in d.volume_lifecycle_modes:
+        out.append(Disagreement("InlineVolumes", f"{profile.inline_volumes} InlineVolumes",
+                                f"CSIDriver volumeLifecycleModes {', '.join(d.volume_lifecycle_modes)} (no Ephemeral: "
+                                "the kubelet refuses the driver's inline volumes)"))
     if d.allow_expansion is not None and profile.has("controllerExpansion") and not d.allow_expansion:
         out.append(Disagreement("controllerExpansion", "controllerExpansion=true",
                                 "the StorageClass has allowVolumeExpansion unset or false"))
@@ -199,8 +204,11 @@ def generated_profile(d: Discovery, storage_class: str) -> dict[str, Any]:
     info: dict[str, Any] = {"Name": d.driver, "Capabilities": caps}
     if d.topology_keys:
         info["TopologyKeys"] = list(d.topology_keys)
-    return {"ShortName": d.driver.split(".")[0], "DriverInfo": info,
-            "StorageClass": {"FromExistingClassName": storage_class}}
+    out: dict[str, Any] = {"ShortName": d.driver.split(".")[0], "DriverInfo": info,
+                           "StorageClass": {"FromExistingClassName": storage_class}}
+    if "Ephemeral" in d.volume_lifecycle_modes:  # one volume, no attributes: the driver's defaults
+        out["InlineVolumes"] = [{"Attributes": {}}]
+    return out
 
 
 # ---- results ----------------------------------------------------------------------------
@@ -250,7 +258,7 @@ def _labels(data: Mapping[str, Any], name: str) -> list[str]:
 def volume_counts(data: Mapping[str, Any]) -> tuple[int, int, int]:
     """(provisioned, attached, published) of the run's driver in one test (its evidence label)."""
     for text in _labels(data, EVIDENCE_LABEL):
-        found = re.fullmatch(r"provisioned (\d+), attached (\d+), published (\d+)", text)
+        found = re.fullmatch(r"provisioned (\d+), attached (\d+), published (\d+)(?:, inline \d+)?", text)
         if found:
             return int(found[1]), int(found[2]), int(found[3])
     return 0, 0, 0
@@ -332,7 +340,7 @@ EXERCISING_SUITES: dict[str, str] = {
     "volume-limits": "csi_topology", "fsgroup": "fs_group",
     "expansion": "expansion (with a csi-resizer in the package)", "modify-volume": "expansion (with a csi-resizer)",
     "volume-mode Block": "block_volumes", "access-mode ReadWriteMany": "none yet",
-    "snapshots": "snapshots", "clones": "snapshots",
+    "snapshots": "snapshots", "clones": "snapshots", "inline-ephemeral": "inline_ephemeral",
 }
 
 
@@ -370,6 +378,10 @@ def driver_capabilities(d: Discovery, profile: DriverProfile | None) -> dict[str
         caps["snapshots"] = "profile capability snapshotDataSource"
     if "clones" not in caps and profile is not None and profile.has("pvcDataSource"):
         caps["clones"] = "profile capability pvcDataSource"
+    if "Ephemeral" in d.volume_lifecycle_modes:
+        caps["inline-ephemeral"] = "CSIDriver volumeLifecycleModes Ephemeral"
+    elif profile is not None and profile.inline_volumes:
+        caps["inline-ephemeral"] = f"profile InlineVolumes ({profile.inline_volumes})"
     if profile is not None and profile.has("RWX"):
         caps["access-mode ReadWriteMany"] = "profile capability RWX"
     if profile is not None and profile.has("block"):

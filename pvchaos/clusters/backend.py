@@ -78,6 +78,9 @@ class Capability(StrEnum):
     # a bound claim's volumeAttributesClassName can change: csi-resizer's ControllerModifyVolume
     # (VolumeAttributesClass, GA in 1.34); the same sidecar as expansion
     MODIFY_VOLUME = "modify-volume"
+    # CSI inline ephemeral volumes: a pod's `volumes[].csi` of the driver, no claim, no PV
+    # (its CSIDriver's volumeLifecycleModes list Ephemeral; a profile's InlineVolumes)
+    INLINE_EPHEMERAL = "inline-ephemeral"
 
 
     @classmethod

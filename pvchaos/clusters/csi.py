@@ -124,6 +124,10 @@ class CsiOptions:
     # the kubelet leaves the pod's fsGroup to a node plugin that ignores it (real kubelets
     # only; only the self-checks turn it on)
     fault_ignore_mount_group: bool = False
+    # a CSIDriver that lists the Persistent lifecycle mode only, while the cluster still
+    # claims inline-ephemeral: the kubelet refuses every inline volume of the driver
+    # (FailedMount 'volume mode "Ephemeral" not supported'; only the self-checks turn it on)
+    fault_no_inline: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:
@@ -250,15 +254,24 @@ def attacher_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[str]:
 
 # ---- objects (pure) --------------------------------------------------------------------
 
+LIFECYCLE_MODES = ("Persistent", "Ephemeral")
+# pvchaos-csi's inline volume attribute: a size the node's free space must hold (ephemeral.go)
+INLINE_SIZE_ATTRIBUTE = "pvchaos.dev/size"
+
+
 def csi_driver_object(options: CsiOptions) -> dict[str, Any]:
     """The CSIDriver: attach required (the attach/detach controller then makes
-    VolumeAttachments the external-attacher serves), pod info on mount, persistent only,
-    and the fsGroupPolicy the options say."""
+    VolumeAttachments the external-attacher serves; the kubelet never attaches an inline
+    volume), both lifecycle modes, and pod info on mount, which is what makes the kubelet
+    tell the driver an inline volume from a PV's (volume_context
+    csi.storage.k8s.io/ephemeral, pkg/volume/csi getPodInfoAttrs); the fsGroupPolicy the
+    options say."""
+    modes = ["Persistent"] if options.fault_no_inline else list(LIFECYCLE_MODES)
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
             "metadata": {"name": DRIVER_NAME, "labels": {OWNED_LABEL: "true"}},
             "spec": {"attachRequired": True, "podInfoOnMount": True,
                      "storageCapacity": options.capacity_tracking, "fsGroupPolicy": options.fs_group_policy,
-                     "volumeLifecycleModes": ["Persistent"]}}
+                     "volumeLifecycleModes": modes}}
 
 
 def csi_node_object(node: str, options: CsiOptions) -> dict[str, Any]:

@@ -172,6 +172,13 @@ def _describe_classes(classes: Iterable[dict[str, Any]]) -> tuple[str, str, set[
     return "; ".join(rows) or "none", default, provisioners
 
 
+def inline_drivers(csidrivers: Iterable[dict[str, Any]]) -> list[str]:
+    """The drivers whose CSIDriver lists the Ephemeral lifecycle mode: the kubelet takes
+    their inline volumes (a CSIDriver without volumeLifecycleModes is Persistent only)."""
+    return sorted(str(d["metadata"]["name"]) for d in csidrivers
+                  if "Ephemeral" in ((d.get("spec") or {}).get("volumeLifecycleModes") or ()))
+
+
 def real_kubelets(nodes: Iterable[dict[str, Any]]) -> bool:
     """Whether every node runs a real kubelet (none is a KWOK node): there a pod on a
     static PV with the stand-in CSI source would wait in ContainerCreating for a driver
@@ -222,6 +229,14 @@ class ExistingBackend:
             caps.add(Capability.MUTABLE_PV_AFFINITY)
         if self.allow_disruptive and context in self.allow_contexts:
             caps.add(Capability.NODE_LABELS)
+        try:
+            inline = inline_drivers(as_dict(d) for d in kube.storage.list_csi_driver().items)
+        except ApiError as exc:  # a reader without that right: no inline-ephemeral, and why
+            inline, inline_text = [], f"not read ({_api_error(exc)})"
+        else:
+            inline_text = ", ".join(inline) or "none"
+        if inline:
+            caps.add(Capability.INLINE_EPHEMERAL)
         return ClusterHandle(
             name=context, backend="existing", kubeconfig=self.kubeconfig, context=context, k8s_version=version,
             capabilities=frozenset(caps), feature_gates={} if gate is None else {MUTABLE_PV_GATE: gate},
@@ -231,6 +246,7 @@ class ExistingBackend:
                 "server": server, "nodes": str(len(nodes)), "zones": ", ".join(zones) or "none",
                 "storage classes": classes, "default storage class": default,
                 MUTABLE_PV_GATE: {True: "on", False: "off", None: "unknown"}[gate], "gate probe": probe,
+                "drivers with the Ephemeral lifecycle mode": inline_text,
             },
         )
 

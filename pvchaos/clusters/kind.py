@@ -975,6 +975,8 @@ class KindBackend:
                 caps.add(Capability.WFFC_ONLY)
             if self.vendor.package.runs_snapshotter:
                 caps.add(Capability.SNAPSHOTS)
+            if "Ephemeral" in self.vendor.package.lifecycle_modes:
+                caps.add(Capability.INLINE_EPHEMERAL)
             caps.add(Capability.CLONES)  # the external-provisioner passes a claim source on
             if self.vendor.package.runs_resizer:
                 caps |= {Capability.EXPANSION, Capability.MODIFY_VOLUME}
@@ -985,7 +987,7 @@ class KindBackend:
             caps.add(Capability.PROVISIONING_FAILURES)
             if self.runs_csi:  # block: pvchaos-csi's loop devices (the test double's hostPath has none)
                 caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.SNAPSHOTS,
-                         Capability.CLONES, Capability.BLOCK}
+                         Capability.CLONES, Capability.BLOCK, Capability.INLINE_EPHEMERAL}
         if dict(self.config().get("featureGates", {})).get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
         return frozenset(caps)
@@ -1077,6 +1079,9 @@ class KindProvider:
         if not backend.vendor.package.runs_resizer:
             for capability in (Capability.EXPANSION, Capability.MODIFY_VOLUME):
                 details[capability] = f"driver {driver}'s package runs no csi-resizer sidecar: not supported"
+        if "Ephemeral" not in backend.vendor.package.lifecycle_modes:
+            details[Capability.INLINE_EPHEMERAL] = (f"driver {driver}'s CSIDriver lists volumeLifecycleModes "
+                                                    f"{list(backend.vendor.package.lifecycle_modes)}: not supported")
         return details
 
     def provide(self, options: Any, request: ClusterRequest, defaults: ClusterDefaults,

@@ -75,6 +75,12 @@ class DriverPackage:
         return bool((self.csidriver.get("spec") or {}).get("storageCapacity", False))
 
     @property
+    def lifecycle_modes(self) -> tuple[str, ...]:
+        """CSIDriver spec.volumeLifecycleModes (the API server's default is [Persistent]):
+        with Ephemeral the kubelet takes the driver's inline volumes (pods' `volumes[].csi`)."""
+        return tuple(str(m) for m in (self.csidriver.get("spec") or {}).get("volumeLifecycleModes") or ["Persistent"])
+
+    @property
     def provisions_immediate(self) -> bool:
         """Claims of an Immediate class get volumes. Not where external-provisioner runs per
         node (`--node-deployment`) with `--node-deployment-immediate-binding=false`: it then

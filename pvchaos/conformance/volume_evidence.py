@@ -34,6 +34,9 @@ class Evidence:
     volume_modes: frozenset[str] = field(default_factory=frozenset)
     pinned: int = 0  # of those, PVs whose nodeAffinity the driver's topology set
     copies: frozenset[str] = field(default_factory=frozenset)  # "snapshots" (a restore), "clones"
+    # CSI inline ephemeral volumes of the driver in pods that ran (real kubelets: the
+    # kubelet published each with NodePublishVolume; no claim, no PV)
+    inline: int = 0
 
     def exercised(self) -> list[str]:
         """The capability words this evidence shows (certification rows, Allure labels)."""
@@ -49,6 +52,8 @@ class Evidence:
         words += [f"access-mode {m}" for m in sorted(self.access_modes)]
         words += [f"volume-mode {m}" for m in sorted(self.volume_modes)]
         words += sorted(self.copies)
+        if self.inline:
+            words.append("inline-ephemeral")
         return words
 
     def merge(self, other: Evidence) -> Evidence:
@@ -57,10 +62,11 @@ class Evidence:
         return Evidence(max(self.provisioned, other.provisioned), max(self.attached, other.attached),
                         max(self.published, other.published), self.access_modes | other.access_modes,
                         self.volume_modes | other.volume_modes, max(self.pinned, other.pinned),
-                        self.copies | other.copies)
+                        self.copies | other.copies, max(self.inline, other.inline))
 
     def line(self) -> str:
-        return f"provisioned {self.provisioned}, attached {self.attached}, published {self.published}"
+        inline = f", inline {self.inline}" if self.inline else ""
+        return f"provisioned {self.provisioned}, attached {self.attached}, published {self.published}{inline}"
 
 
 def _meta(obj: KubeObject) -> Mapping[str, object]:
@@ -84,6 +90,11 @@ def _claims_of(pod: KubeObject) -> set[str]:
     pod_name = str(_meta(pod).get("name") or "")
     names |= {f"{pod_name}-{v.get('name')}" for v in spec.get("volumes") or [] if v.get("ephemeral")}
     return names
+
+
+def _inline_of(pod: KubeObject, driver: str) -> int:
+    """The pod's CSI inline volumes of `driver`."""
+    return sum(1 for v in (pod.get("spec") or {}).get("volumes") or [] if (v.get("csi") or {}).get("driver") == driver)
 
 
 def evidence(driver: str, claims: Iterable[KubeObject], pvs: Iterable[KubeObject],
@@ -113,10 +124,12 @@ def evidence(driver: str, claims: Iterable[KubeObject], pvs: Iterable[KubeObject
                 for va in attachments
                 if (va.get("spec") or {}).get("attacher") == driver and (va.get("status") or {}).get("attached")}
     used = set()
+    inline = 0
     if real_kubelet:
         for pod in pods:
             if _started(pod):
                 used |= _claims_of(pod) & claim_names
+                inline += _inline_of(pod, driver)
     return Evidence(
         provisioned=len(mine),
         attached=len(attached & set(mine)),
@@ -125,6 +138,7 @@ def evidence(driver: str, claims: Iterable[KubeObject], pvs: Iterable[KubeObject
         volume_modes=frozenset(str((pv.get("spec") or {}).get("volumeMode") or "Filesystem") for pv in mine.values()),
         pinned=sum(1 for pv in mine.values() if (pv.get("spec") or {}).get("nodeAffinity")),
         copies=frozenset(_COPY_WORDS[k] for v in mine if (k := source_kind.get(claim_of[v], "")) in _COPY_WORDS),
+        inline=inline,
     )
 
 

@@ -26,7 +26,7 @@ from typing import Protocol
 import yaml
 
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterHandle
-from pvchaos.clusters.csi import DRIVER_NAME, TOPOLOGY_PARAMETER
+from pvchaos.clusters.csi import DRIVER_NAME, INLINE_SIZE_ATTRIBUTE, TOPOLOGY_PARAMETER
 from pvchaos.drivers.profile import DriverProfile, effective_capabilities, missing_reason
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
@@ -73,6 +73,12 @@ class Driver(Protocol):
     def volume_attributes_class(self, name: str) -> Obj:
         """The body of a VolumeAttributesClass of this driver for one test (its parameters
         are the driver's mutable parameters, ControllerModifyVolume's)."""
+        ...
+
+    def inline_volume(self, number: int = 0) -> Obj:
+        """A pod volume's `csi` source of this driver (a CSI inline ephemeral volume, no
+        claim, no PV), with the attributes the driver wants; put it in a pod with
+        `b.pod(..., inline=[...])`."""
         ...
 
 
@@ -147,6 +153,12 @@ class HarnessDriver:
 
     def volume_attributes_class(self, name: str) -> Obj:
         raise DriverError(f"driver {self.name}: {_NO_RESIZER_HERE}")
+    def inline_volume(self, number: int = 0) -> Obj:
+        """pvchaos-csi's inline volume asks for a size (the node checks its free space for it)."""
+        if Capability.INLINE_EPHEMERAL not in self.cluster.capabilities or not self.cluster.zonal_class_provisioner:
+            raise DriverError(f"backend {self.cluster.backend} has no inline-ephemeral driver")
+        driver = self.cluster.zonal_class_provisioner
+        return b.inline_csi_volume(driver, {INLINE_SIZE_ATTRIBUTE: "16Mi"} if driver == DRIVER_NAME else None)
 
 
 @dataclass(frozen=True)
@@ -241,6 +253,19 @@ class ProfileDriver:
         return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
                 "metadata": {"name": name, "labels": {}}, "driverName": base.get("driverName") or self.name,
                 **({"parameters": copy.deepcopy(base["parameters"])} if base.get("parameters") else {})}
+    def inline_volume(self, number: int = 0) -> Obj:
+        """The profile's InlineVolumes[number] (upstream's GetVolume): its Attributes as the
+        volumeAttributes, ReadOnly as the source's readOnly."""
+        entry = self.profile.inline_volume(number)
+        if not entry:
+            raise DriverError(f"driver {self.name}: the profile lists no InlineVolumes (no inline-ephemeral)")
+        return b.inline_csi_volume(self.name, entry.get("Attributes") or None, bool(entry.get("ReadOnly")))
+
+
+# What a backend reads from the driver's own objects (its package runs csi-snapshotter or
+# csi-resizer; its CSIDriver lists Ephemeral): when the backend lacks one, that is the
+# reason ("not supported", the backend's missing_details), before what the profile lacks.
+_BACKEND_FIRST = (Capability.SNAPSHOTS, Capability.INLINE_EPHEMERAL, Capability.EXPANSION, Capability.MODIFY_VOLUME)
 
 
 def missing_for(backend_capabilities: frozenset[str], backend: str, profile: DriverProfile | None,
@@ -250,6 +275,8 @@ def missing_for(backend_capabilities: frozenset[str], backend: str, profile: Dri
     effective = effective_capabilities(backend_capabilities, profile) if profile else backend_capabilities
     if capability in effective:
         return None
+    if capability in _BACKEND_FIRST and capability not in backend_capabilities:
+        return CapabilityMissing(capability, f"backend {backend}")
     reason = missing_reason(profile, capability) if profile else None
     if reason is None:
         return CapabilityMissing(capability, f"backend {backend}")

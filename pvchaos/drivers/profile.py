@@ -111,6 +111,9 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     # upstream's volume-expand pattern, and its volume-modify pattern (a VolumeAttributesClass)
     Capability.EXPANSION: ("dynamic", "controllerExpansion"),
     Capability.MODIFY_VOLUME: ("dynamic", "VolumeAttributesClass"),
+    # upstream's CSI inline volume patterns run only with an InlineVolumes entry
+    # (external.go SkipUnsupportedTest); its Attributes are the volume's volumeAttributes
+    Capability.INLINE_EPHEMERAL: ("InlineVolumes",),
 }
 DRIVER_GATED = frozenset(REQUIREMENTS)
 
@@ -147,6 +150,12 @@ class DriverProfile:
     @property
     def dynamic(self) -> bool:
         return self.storage_class_source is not None
+
+    def inline_volume(self, number: int = 0) -> dict[str, Any]:
+        """InlineVolumes[number % count], as upstream's GetVolume picks it: its Attributes
+        (the volume's volumeAttributes), Shared and ReadOnly; {} with no InlineVolumes."""
+        volumes = self.raw.get("InlineVolumes") or []
+        return dict(volumes[number % len(volumes)] or {}) if volumes else {}
 
     def has(self, capability: str) -> bool:
         """Upstream reads a capability missing from the map as false."""
@@ -437,9 +446,12 @@ def _missing(profile: DriverProfile, capability: str) -> str | None:
             return need
         if need == "VolumeAttributesClass" and profile.volume_attributes_class_source is None:
             return need
+        if need == "InlineVolumes" and not profile.inline_volumes:
+            return need
         if need in (HARNESS_PROVISIONER, HARNESS_DRIVER_ONLY, HARNESS_STACK):
             return need
-        if need not in ("dynamic", "TopologyKeys", "SnapshotClass", "VolumeAttributesClass") and not profile.has(need):
+        if need not in ("dynamic", "TopologyKeys", "SnapshotClass", "VolumeAttributesClass", "InlineVolumes") \
+                and not profile.has(need):
             return need
     return None
 
@@ -474,6 +486,8 @@ def missing_reason(profile: DriverProfile, needed_capability: str) -> tuple[str,
         return word, "profile lists no DriverInfo.TopologyKeys"
     if need == "SnapshotClass":
         return word, "profile sets no SnapshotClass.FromName, FromExistingClassName or FromFile"
+    if need == "InlineVolumes":
+        return word, "profile lists no InlineVolumes (upstream's CSI inline volume tests skip without one too)"
     if need == HARNESS_PROVISIONER:
         return word, "only the harness's own provisioners fail on pvchaos.dev/fail-* class parameters"
     if need == HARNESS_DRIVER_ONLY:

@@ -114,19 +114,22 @@ class Workspace:
         """Objects of a kind in this test's namespace (cluster-wide for a cluster-scoped kind)."""
         return kinds.list_objects(self.kube, kind, self._ns(kind), **selectors)[0]
 
-    def delete(self, kind: str, name: str, wait: bool = True, timeout: float = 60) -> None:
-        """Delete an object of this test (and drop its undo: teardown will not delete it again)."""
+    def delete(self, kind: str, name: str, wait: bool = True, timeout: float = 60, graceful: bool = False) -> None:
+        """Delete an object of this test (and drop its undo: teardown will not delete it again).
+        A pod goes at once (grace 0) unless `graceful`: then with its own
+        terminationGracePeriodSeconds, and the kubelet removes it only once its containers
+        stopped and its volumes were torn down."""
         self._observe(kind)
-        self._delete(kind, name, wait, timeout)
+        self._delete(kind, name, wait, timeout, None if graceful else 0)
 
     def _observe(self, kind: str) -> None:
         if kind in _VOLUME_USERS:
             for hook in self.before_delete:
                 hook(kind)
 
-    def _delete(self, kind: str, name: str, wait: bool, timeout: float) -> None:
+    def _delete(self, kind: str, name: str, wait: bool, timeout: float, grace: int | None = 0) -> None:
         namespace = self._ns(kind)
-        kinds.delete(self.kube, kind, name, namespace)
+        kinds.delete(self.kube, kind, name, namespace, grace)
         self.cleanup.discard((kind, namespace, name))
         if wait:
             wait_gone(self.kube, kind, name, namespace, timeout)

@@ -211,28 +211,40 @@ def with_data_source(claim: Obj, kind: str, name: str) -> Obj:
 def device_path(index: int) -> str:
     """Where `pod(..., devices=...)` puts its `index`-th block claim in the container."""
     return f"/dev/block{index}"
+def inline_csi_volume(driver: str, attributes: Mapping[str, str] | None = None, read_only: bool = False) -> Obj:
+    """A pod volume's `csi` source: a CSI inline ephemeral volume of `driver` (no claim, no
+    PV; the kubelet publishes it with the attributes as volume_context)."""
+    source: Obj = {"driver": driver}
+    if attributes:
+        source["volumeAttributes"] = dict(attributes)
+    if read_only:
+        source["readOnly"] = True
+    return source
 
 
 def pod(name: str, claims: tuple[str, ...] = (), node_selector: dict[str, str] | None = None,
         node_affinity: Obj | None = None, tolerations: list[Obj] | None = None, labels: dict[str, str] | None = None,
         requests: dict[str, str] | None = None, node_name: str | None = None,
         extra_spec: Obj | None = None, annotations: Mapping[str, str] | None = None,
-        devices: tuple[str, ...] = ()) -> Obj:
-    """A pause pod mounting each claim at /data/<i>, and giving each claim of `devices`
+        devices: tuple[str, ...] = (), inline: Sequence[Obj] = ()) -> Obj:
+    """A pause pod mounting each claim, then each inline CSI source (`inline_csi_volume`),
+    as volumes v0, v1... at /data/0, /data/1..., and giving each claim of `devices`
     (volumeMode Block) as a raw device at `device_path(i)` (`volumeDevices`). KWOK runs it
     without looking at the volumes; the scheduler still requires bound claims and
     matching PV affinity."""
     container: Obj = {"name": "app", "image": PAUSE_IMAGE}
     if requests:
         container["resources"] = {"requests": dict(requests)}
-    if claims:
-        container["volumeMounts"] = [{"name": f"v{i}", "mountPath": f"/data/{i}"} for i in range(len(claims))]
+    sources: list[Obj] = [{"persistentVolumeClaim": {"claimName": c}} for c in claims]
+    sources += [{"csi": dict(source)} for source in inline]
+    if sources:
+        container["volumeMounts"] = [{"name": f"v{i}", "mountPath": f"/data/{i}"} for i in range(len(sources))]
     if devices:
         container["volumeDevices"] = [{"name": f"d{i}", "devicePath": device_path(i)} for i in range(len(devices))]
     spec: Obj = {
         "containers": [container],
         "terminationGracePeriodSeconds": 0,
-        "volumes": [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+        "volumes": [{"name": f"v{i}", **source} for i, source in enumerate(sources)]
         + [{"name": f"d{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(devices)],
     }
     if node_selector:

@@ -149,6 +149,7 @@ BREAKAGES: dict[str, str] = {
     "csi-no-topology": "external-provisioner with --feature-gates=Topology=false",
     "wrong-zone": "CSI driver with --fault-misplace: zonal volumes outside the selected node's zone",
     "no-copies": "CSI driver with --snapshots=false and no csi-snapshotter: no snapshots, restores or clones",
+    "no-inline": "CSIDriver listing volumeLifecycleModes [Persistent] only: the kubelet refuses inline volumes",
     "nodevolumelimits": "kube-scheduler without the NodeVolumeLimits plugin",
     "csi-proxy-inert": "CSI fault proxy that forwards every call and never reads its rules",
     "zone-threshold": "kube-controller-manager with --unhealthy-zone-threshold=1",
@@ -167,7 +168,7 @@ BREAKAGES: dict[str, str] = {
 # real kubelets: refused on local
 KIND_ONLY = ("no-mount", "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file")
 KIND_BREAKAGES = ("pv-binder", "pod-gc", "attach-detach", "zone-threshold", "csi-no-topology", "wrong-zone", "no-copies",
-                  "csi-proxy-inert", "no-capacity-tracking", "gate-on", *KIND_ONLY)
+                  "csi-proxy-inert", "no-capacity-tracking", "gate-on", "no-inline", *KIND_ONLY)
 # kubeadm's own --controllers for kube-controller-manager: the bootstrap signer and token
 # cleaner are off by default and kubeadm's join needs the signer; extraArgs replace the value
 KUBEADM_CONTROLLERS = "*,bootstrapsigner,tokencleaner"
@@ -211,7 +212,7 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
 
 
 _CSI = ("csi-no-topology", "wrong-zone", "no-copies", "csi-proxy-inert", "no-capacity-tracking", "no-mount",
-        "fsgroup-ignored", "block-file", "fs-group-policy-file")
+        "fsgroup-ignored", "block-file", "fs-group-policy-file", "no-inline")
 
 
 def break_csi(options: CsiOptions, what: str) -> CsiOptions:
@@ -220,7 +221,7 @@ def break_csi(options: CsiOptions, what: str) -> CsiOptions:
               "no-copies": {"fault_no_copies": True}, "csi-proxy-inert": {"proxy_rules": False},
               "no-capacity-tracking": {"capacity_tracking": False}, "no-mount": {"fault_no_mount": True},
               "fsgroup-ignored": {"fault_ignore_mount_group": True}, "block-file": {"fault_block_file": True},
-              "fs-group-policy-file": {"fs_group_policy": "File"}}[what]
+              "fs-group-policy-file": {"fs_group_policy": "File"}, "no-inline": {"fault_no_inline": True}}[what]
     return replace(options, **switch)
 
 

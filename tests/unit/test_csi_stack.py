@@ -73,11 +73,13 @@ def test_what_a_kubelet_and_registrar_would_write() -> None:
 def test_the_csidriver_needs_attach_and_says_whether_capacity_is_tracked() -> None:
     spec = csi.csi_driver_object(csi.CsiOptions())["spec"]
     assert spec == {"attachRequired": True, "podInfoOnMount": True, "storageCapacity": False,
-                    "fsGroupPolicy": "File", "volumeLifecycleModes": ["Persistent"]}
+                    "fsGroupPolicy": "File", "volumeLifecycleModes": ["Persistent", "Ephemeral"]}
     assert csi.csi_driver_object(csi.CsiOptions(fs_group_policy="None"))["spec"]["fsGroupPolicy"] == "None"
     with pytest.raises(ValueError, match="fs_group_policy"):
         csi.CsiOptions(fs_group_policy="Sometimes")
     assert csi.csi_driver_object(csi.CsiOptions(capacity_tracking=True))["spec"]["storageCapacity"] is True
+    # the self-checks' driver without inline volumes: the kubelet then refuses them
+    assert csi.csi_driver_object(csi.CsiOptions(fault_no_inline=True))["spec"]["volumeLifecycleModes"] == ["Persistent"]
 
 
 def test_the_default_driver_has_no_volume_limit_and_the_description_says_so() -> None:

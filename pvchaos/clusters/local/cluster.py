@@ -620,7 +620,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
         caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL, Capability.PROVISIONING_FAILURES}
     if cfg.runs_csi:
         caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.NODE_JOIN,
-                 Capability.SNAPSHOTS, Capability.CLONES}
+                 Capability.SNAPSHOTS, Capability.CLONES, Capability.INLINE_EPHEMERAL}
     if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
         caps.add(Capability.MUTABLE_PV_AFFINITY)
     return frozenset(caps)

@@ -22,4 +22,9 @@
 //   - Node backing directories: <data-root>/zone/<id> (the zone's shared directory) and
 //     <data-root>/local/<id>; a block volume's data is the file "block" inside it, which
 //     NodeStage attaches a loop device over and NodePublish bind-mounts (loop.go).
+//   - Inline ephemeral volumes (ephemeral.go): a NodePublishVolume whose volume_context has
+//     csi.storage.k8s.io/ephemeral=true (the kubelet adds it with podInfoOnMount) needs no
+//     staging path; its data is <data-root>/ephemeral/<the kubelet's csi-<sha256> id>, made
+//     at publish and removed at NodeUnpublishVolume. Attributes: pvchaos.dev/size (a
+//     quantity the node's free space must hold); any other pvchaos.dev/ key is INVALID_ARGUMENT.
 package driver

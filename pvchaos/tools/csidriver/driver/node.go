@@ -2,7 +2,8 @@ package driver
 
 // The node service: stage = bind the volume's backing directory onto the staging path
 // (a block volume: attach a loop device over its backing file, loop.go); publish = bind
-// the staged path (the loop device) onto the pod's target path. Without --data-root the
+// the staged path (the loop device) onto the pod's target path (an inline ephemeral
+// volume: bind a directory made for it, ephemeral.go). Without --data-root the
 // calls are only checked and recorded (the KWOK backend has no real nodes to mount on).
 
 import (
@@ -252,9 +253,14 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s: target_path missing", id)
 	case capability == nil:
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s: volume_capability missing", id)
+	case IsEphemeral(req.GetVolumeContext()):
+		return n.publishEphemeral(req) // inline: the kubelet stages nothing (ephemeral.go)
 	case staging == "":
-		// We advertise STAGE_UNSTAGE_VOLUME: the spec's "Staging target path not set".
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s: staging_target_path missing though the node stages volumes", id)
+		// We advertise STAGE_UNSTAGE_VOLUME: the spec's "Staging target path not set". An
+		// inline volume arrives here too when the CSIDriver lacks podInfoOnMount: the
+		// kubelet then does not mark it csi.storage.k8s.io/ephemeral.
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s: staging_target_path missing though the node stages volumes "+
+			"(an inline ephemeral volume needs podInfoOnMount: true in the CSIDriver, so the kubelet marks it %s)", id, CtxEphemeral)
 	}
 	if why := CheckCapability(capability, req.GetVolumeContext()[CtxTopology]); why != "" {
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s: %s", id, why)
@@ -379,7 +385,7 @@ func (n *Node) publishBlockSource(id string, vctx map[string]string, target stri
 }
 
 // NodeUnpublishVolume unmounts the target and removes it (the file or directory publish
-// created), idempotently.
+// created), and an inline ephemeral volume's data with it, idempotently.
 func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetTargetPath()
 	switch {
@@ -396,6 +402,9 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 	}
 	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, status.Errorf(codes.Internal, "volume %s node %s: removing %s: %v", id, n.cfg.NodeID, target, err)
+	}
+	if err := n.removeEphemeral(id); err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s node %s: removing the inline volume's data: %v", id, n.cfg.NodeID, err)
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
