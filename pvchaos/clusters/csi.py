@@ -64,6 +64,12 @@ START_TIMEOUT = 60.0
 # same shape, in test time.
 RETRY_START, RETRY_MAX = "250ms", "5s"
 OPERATION_TIMEOUT = "15s"  # per CSI call (--timeout); the attacher's default, above fail-delay knobs
+# The external-provisioner's --snapshot-orphan-sweep-interval (upstream 5m): it removes its
+# source-protection finalizer from a VolumeSnapshot right after a restore is provisioned,
+# and when that update fails (it races the snapshot-controller's status writes) it leaves
+# the finalizer to this sweep, so a snapshot deleted then waits for it (docs/findings.md)
+SNAPSHOT_ORPHAN_SWEEP_SECONDS = 10
+UPSTREAM_SNAPSHOT_ORPHAN_SWEEP_SECONDS = 300
 # Client budget of both sidecars: upstream's 5 qps / burst 10 throttles a storm of
 # claims; 100/200 is what the old test double used, so the two compare fairly.
 API_QPS, API_BURST = 100, 200
@@ -222,7 +228,7 @@ def provisioner_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: C
             f"--immediate-topology={str(options.immediate_topology).lower()}", "--extra-create-metadata",
             f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
             f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",
-            "--v=4"]
+            f"--snapshot-orphan-sweep-interval={SNAPSHOT_ORPHAN_SWEEP_SECONDS}s", "--v=4"]
     if options.capacity_tracking:
         argv += ["--enable-capacity", "--capacity-ownerref-level=-1",
                  f"--capacity-poll-interval={options.capacity_poll_seconds}s"]
