@@ -56,4 +56,4 @@ def test_profile_without_topology_skips_topology_suites(tmp_path: Path) -> None:
                               f"--profile={profile}")
     assert code == 0, out[-3000:]
     assert re.search(r"\b8 skipped\b", out), out[-2000:]
-    assert "driver zonal.csi.pvchaos.dev: no topology (profile capability topology=false)" in out, out[-2000:]
+    assert "driver zonal.csi.pvchaos.dev: no topology (profile capability topology=false: not supported)" in out, out[-2000:]
