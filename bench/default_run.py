@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,8 +34,18 @@ BUDGET_S = {"local": 120.0, "kind": 480.0}
 COLUMNS = report.TIME_COLUMNS
 
 
-def one_run(options: Options) -> tuple[float, dict[str, float], int, int]:
-    """(session wall seconds, summed test seconds per column, tests passed, failed or errored)."""
+def failed_tests(junit_text: str) -> list[str]:
+    """The node ids of the JUnit report's failed or errored test cases: a run that failed
+    names what failed, so a flake is a test to look at, not a count."""
+    names = []
+    for case in ET.fromstring(junit_text).iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            names.append(f"{case.get('classname', '')}::{case.get('name', '')}")
+    return names
+
+
+def one_run(options: Options) -> tuple[float, dict[str, float], int, list[str]]:
+    """(session wall seconds, summed test seconds per column, tests passed, failed or errored tests)."""
     with tempfile.TemporaryDirectory(prefix="pvchaos-bench-") as tmp:
         opts = replace(options, report_dir=Path(tmp) / "reports")
         env = dict(os.environ, PVCHAOS_STATE_DIR=str(Path(tmp) / "state"))
@@ -45,10 +56,10 @@ def one_run(options: Options) -> tuple[float, dict[str, float], int, int]:
         if wall is None:
             raise SystemExit("bench.default_run: the pytest session wrote no JUnit report")
         text = junit.read_text(encoding="utf-8")
-        bad = text.count("<failure") + text.count("<error")
+        bad = failed_tests(text)
         skipped = text.count("<skipped")
         tests = sum(r.tests for r in rows)
-        return wall, {c: sum(r.seconds[c] for r in rows) for c in COLUMNS}, tests - bad - skipped, bad
+        return wall, {c: sum(r.seconds[c] for r in rows) for c in COLUMNS}, tests - len(bad) - skipped, bad
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(backend=args.backend, workers=args.workers, quick=args.quick)
     stop = providers.provider(args.backend).prepare(options)  # builds, node image: untimed
     walls: list[float] = []
+    failed_runs: list[int] = []
     parts: dict[str, list[float]] = {c: [] for c in COLUMNS}
     try:
         for run in range(1, args.runs + 1):
@@ -72,9 +84,13 @@ def main(argv: list[str] | None = None) -> int:
             for c in COLUMNS:
                 parts[c].append(summed[c])
             split = ", ".join(f"{c} {summed[c]:.0f}" for c in COLUMNS)
-            print(f"run {run}/{args.runs}: suite wall {wall:.1f} s ({passed} passed, {bad} failed); tests' time "
+            print(f"run {run}/{args.runs}: suite wall {wall:.1f} s ({passed} passed, {len(bad)} failed); tests' time "
                   f"{sum(summed.values()):.0f} s: {split} (load average {os.getloadavg()[0]:.1f}, "
                   f"{os.cpu_count()} cores)", flush=True)
+            for name in bad:
+                print(f"  failed: {name}", flush=True)
+            if bad:
+                failed_runs.append(run)
     finally:
         if stop is not None:
             stop()
@@ -84,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
           f"suite wall {median:.1f} s over {args.runs} run(s); budget {budget:.0f} s; ratio {median / budget:.2f}")
     print("where the tests' time went, median seconds summed over tests: "
           + ", ".join(f"{c} {statistics.median(parts[c]):.0f}" for c in COLUMNS))
+    # issue 39's trust figure: consecutive runs with no failure (a flake is fixed, not retried)
+    print(f"runs with a failure: {', '.join(map(str, failed_runs))}" if failed_runs
+          else f"{args.runs} consecutive run(s) with no failed test")
+    if failed_runs:
+        return 1
     return 0 if args.quick or median <= budget else 1
 
 
