@@ -229,9 +229,10 @@ TABLE: dict[str, Entry] = {
         "csi-no-topology", "without the Topology gate CreateVolume carries no requisite at all"),
     f"{CT}::test_node_at_its_volume_limit_takes_no_more": _e(
         "nodevolumelimits", "NodeVolumeLimits is what reads the CSINode allocatable count"),
-    f"{CT}::test_the_drivers_own_volume_limit_is_enforced": _none(
-        "not applicable to pvchaos-csi's default stack (it reports no volume limit) on the clusters this matrix "
-        "breaks; with a driver that reports one (certify) the nodevolumelimits breakage lets the extra pod run"),
+    f"{CT}::test_the_drivers_own_volume_limit_is_enforced": _e(
+        "nodevolumelimits", "the breakage gives pvchaos-csi a limit of 4 (it reports none by default, and the test "
+                            "then skips as not applicable); without NodeVolumeLimits the fifth pod runs on the full "
+                            "node"),
     "test_fs_group::test_fs_group_follows_the_drivers_policy[driver]": _k(
         "fsgroup-ignored", "fsGroupPolicy File, but a node plugin that takes the fsGroup (VOLUME_MOUNT_GROUP) and "
                            "ignores it: the volume's root keeps its group"),

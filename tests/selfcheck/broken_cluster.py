@@ -51,7 +51,9 @@ Breakages (what a real cluster gets wrong, made on purpose):
 - `csi-proxy-inert`: the CSI fault proxy forwards every call and never reads its rules, so a
   fault a test injects into a CSI call never happens;
 - `nodevolumelimits`: kube-scheduler without NodeVolumeLimits: CSINode allocatable counts
-  are ignored;
+  are ignored; a cluster whose pvchaos-csi reports no limit gets one of
+  BREAKAGE_VOLUME_LIMIT, so a test that judges whatever limit the driver reports applies
+  (it skips without one) and meets the broken scheduler;
 - `pod-gc`: kube-controller-manager without `pod-garbage-collector-controller`, which
   force-deletes the pods of a node with the out-of-service taint;
 - `zone-threshold`: kube-controller-manager with `--unhealthy-zone-threshold=1`, so a zone
@@ -188,8 +190,13 @@ def breakage() -> str | None:
     return value
 
 
+BREAKAGE_VOLUME_LIMIT = 4  # the nodevolumelimits breakage's CSINode count where the cluster asked for none
+
+
 def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
     """The configuration with the scheduler plugin, controller, flag or gate changed (pure)."""
+    if what == "nodevolumelimits" and cfg.csi.max_volumes_per_node == 0:
+        cfg = replace(cfg, csi=replace(cfg.csi, max_volumes_per_node=BREAKAGE_VOLUME_LIMIT))
     if what in _SCHEDULER_PLUGIN:
         return replace(cfg, disabled_scheduler_plugins=tuple(
             dict.fromkeys((*cfg.disabled_scheduler_plugins, _SCHEDULER_PLUGIN[what]))))

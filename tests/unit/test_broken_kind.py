@@ -8,6 +8,7 @@ import pytest
 from pvchaos.clusters import csi, kind_csi
 from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.kind import KindBackend, render_yaml
+from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.storage import HarnessStorage
 from pvchaos.clusters.topology import Topology
 from tests.selfcheck import broken_cluster as bc
@@ -64,3 +65,12 @@ def test_refusals_name_the_backend_and_what_it_can_make() -> None:
     assert "attaches to" in str(bc.refusal("no-mount", "kind", "mine"))
     assert "starts no cluster" in str(bc.refusal("pv-binder", "existing"))
     assert set(bc.KIND_BREAKAGES) <= set(bc.BREAKAGES)
+
+
+def test_nodevolumelimits_gives_a_limitless_stack_a_limit_and_keeps_an_asked_one() -> None:
+    plain = bc.break_config(LocalClusterConfig(name="a"), "nodevolumelimits")
+    assert plain.csi.max_volumes_per_node == bc.BREAKAGE_VOLUME_LIMIT
+    assert "NodeVolumeLimits" in plain.disabled_scheduler_plugins
+    asked = LocalClusterConfig(name="b", csi=csi.CsiOptions(max_volumes_per_node=1))
+    assert bc.break_config(asked, "nodevolumelimits").csi.max_volumes_per_node == 1
+    assert bc.break_config(LocalClusterConfig(name="c"), "volumezone").csi.max_volumes_per_node == 0
