@@ -31,7 +31,7 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule", "wrong-zone", "no-copies", "no-resize-admission", "no-mount",
                                    "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file",
-                                   "no-inline")},
+                                   "no-inline", "pv-affinity-denied")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table", "wrong-kubelet-table",
                                    "wrong-fs-group-change-table")},
 }
@@ -93,6 +93,8 @@ _BLOCK_BINDING = ("the VolumeBinding plugin decides which volume a WaitForFirstC
 _MISMATCH_CASES = ("too-small", "class", "volume-mode", "access-mode")
 _PV_BINDER_WHY = "the PV controller decides static binding and reports mismatches; without it nothing binds or is reported"
 _GATE_WHY = "the update needs the gate in the API server; without it the API rejects the mutation"
+_DENIED_WHY = ("Kubernetes' validation accepts this update with the gate off; a cluster whose admission refuses "
+               "PV affinity changes (a policy engine's rule) must fail the test, not pass it")
 _VALIDATION_WHY = ("the API gives the same answer with the gate on and off (validation allows it, or rejects it, "
                    "in every version); only a validation regression would break it, and no switch makes one")
 
@@ -172,8 +174,8 @@ TABLE: dict[str, Entry] = {
         "pod-gc", "the pod garbage collector force-deletes pods of a node with the out-of-service taint"),
     f"{PM}::test_gate_off_update[change-existing-rejected]": _e(
         "gate-on", "with the gate on the API accepts the change the gate-off cluster must reject"),
-    f"{PM}::test_gate_off_update[set-where-none-accepted]": _none(_VALIDATION_WHY),
-    f"{PM}::test_gate_off_update[beta-to-ga-key-accepted]": _none(_VALIDATION_WHY),
+    f"{PM}::test_gate_off_update[set-where-none-accepted]": _e("pv-affinity-denied", _DENIED_WHY),
+    f"{PM}::test_gate_off_update[beta-to-ga-key-accepted]": _e("pv-affinity-denied", _DENIED_WHY),
     f"{PM}::test_seed_kubectl_merge_patch_is_accepted": _e("apiserver-gate-off", _GATE_WHY),
     f"{PM}::test_mutation_keeps_pv_bound_refuting_available_and_rebind_claim": _e(
         "wrong-mutation-table", "the expected outcome comes from the expectation table; a wrong table must show as a diff"),

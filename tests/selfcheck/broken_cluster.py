@@ -71,6 +71,11 @@ Breakages (what a real cluster gets wrong, made on purpose):
   would: the PV controller removes it only for in-tree plugins, so for an external
   provisioner this *is* "the PV controller does not remove the annotation"; disabling
   the PV binder instead would stop provisioning altogether.
+- `pv-affinity-denied`: a ValidatingAdmissionPolicy (bound, Deny) refuses every update that
+  changes a PersistentVolume's `spec.nodeAffinity`, as a policy engine's rule on a
+  platform would: an update Kubernetes' own validation allows is then refused, so a test
+  that asserts the API's acceptance fails (made right after start, and in force before
+  the first test: a probe PV's update is refused first);
 - `no-resize-admission`: kube-apiserver without its PersistentVolumeClaimResize admission
   plugin (`--disable-admission-plugins` given again, last flag wins): a claim of a class
   without allowVolumeExpansion may then grow its request;
@@ -113,8 +118,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from typing import Any
 
 import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from pvchaos.clusters import kind_csi
 from pvchaos.clusters.backend import ClusterError, ClusterHandle
@@ -124,7 +132,7 @@ from pvchaos.clusters.local.cluster import LocalCluster
 from pvchaos.clusters.local.config import LocalClusterConfig
 from pvchaos.clusters.local.upgrade_plan import UpgradePlan
 from pvchaos.clusters.storage import HarnessStorage
-from pvchaos.kube import kinds
+from pvchaos.kube import builders, kinds
 from pvchaos.kube.client import connect
 from pvchaos.kube.poll import poll_until
 
@@ -161,6 +169,7 @@ BREAKAGES: dict[str, str] = {
     "no-reschedule": "test double that never removes selected-node after a failure (in place of CSI)",
     "upgrade-pv-binder": f"kube-controller-manager upgraded without {PV_BINDER}",
     "no-resize-admission": "kube-apiserver without the PersistentVolumeClaimResize admission plugin",
+    "pv-affinity-denied": "a ValidatingAdmissionPolicy that refuses any change of a PV's spec.nodeAffinity",
     "no-mount": "node plugin with --fault-no-mount: stage and publish say OK, the pod gets an empty scratch directory",
     "fsgroup-ignored": "CSIDriver fsGroupPolicy File, node plugin advertising VOLUME_MOUNT_GROUP and ignoring it",
     "node-plugin-returns": "a keeper on every worker restarts the node plugin within a second of any stop",
@@ -303,6 +312,59 @@ def _csinodes_without_topology(handle: ClusterHandle) -> None:
         kube.api.close()
 
 
+DENY_POLICY = "pvchaos-selfcheck-deny-pv-affinity"
+
+
+def deny_pv_affinity_policy() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ValidatingAdmissionPolicy and its Deny binding (pure): no update may change a
+    PV's spec.nodeAffinity, whatever Kubernetes' validation and feature gates allow."""
+    same = ("has(object.spec.nodeAffinity) == has(oldObject.spec.nodeAffinity) && "
+            "(!has(object.spec.nodeAffinity) || object.spec.nodeAffinity == oldObject.spec.nodeAffinity)")
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": DENY_POLICY},
+              "spec": {"failurePolicy": "Fail",
+                       "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                               "operations": ["UPDATE"],
+                                                               "resources": ["persistentvolumes"]}]},
+                       "validations": [{"expression": same,
+                                        "message": "pvchaos self-check: PV nodeAffinity changes are refused"}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": DENY_POLICY},
+               "spec": {"policyName": DENY_POLICY, "validationActions": ["Deny"]}}
+    return policy, binding
+
+
+def _deny_pv_affinity_updates(handle: ClusterHandle) -> None:
+    """Create the policy and wait until the API server enforces it: a probe PV without
+    affinity is given one (validation allows that with the gate on or off) until the update
+    is refused; every probe is deleted."""
+    kube = connect(handle.kubeconfig, handle.context)
+    admission = client.AdmissionregistrationV1Api(kube.api)
+    policy, binding = deny_pv_affinity_policy()
+    admission.create_validating_admission_policy(policy)
+    admission.create_validating_admission_policy_binding(binding)
+    probes: list[str] = []
+
+    def refused() -> bool | None:
+        name = f"pvchaos-selfcheck-probe-{len(probes)}"
+        kinds.create(kube, builders.persistent_volume(name, "1Gi"))
+        probes.append(name)
+        try:
+            kinds.patch(kube, "PersistentVolume", name, {"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "pvchaos.dev/probe", "operator": "Exists"}]}]}}}})
+        except ApiException as e:
+            return True if DENY_POLICY in (e.body or "") or "nodeAffinity changes are refused" in (e.body or "") \
+                else None
+        return None
+
+    try:
+        poll_until(refused, 30, f"ValidatingAdmissionPolicy {DENY_POLICY} refuses a PV affinity update")
+    finally:
+        for name in probes:
+            kinds.delete(kube, "PersistentVolume", name)
+        kube.api.close()
+
+
 def refusal(what: str, backend: str, attached_kind_cluster: str | None = None) -> str | None:
     """Why this backend cannot make the breakage (one line), or None."""
     if backend == "kind" and attached_kind_cluster:
@@ -342,6 +404,8 @@ def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, h
         _csinodes_without_topology(handle)
     if what == "apiserver-gate-off" and handle.feature_gates.get(GATE):
         _restart_apiserver_without_gate(local, handle)
+    if what == "pv-affinity-denied":
+        _deny_pv_affinity_updates(handle)
 
 
 def pytest_pvchaos_kind_config(config: pytest.Config, backend: KindBackend) -> KindBackend | None:
