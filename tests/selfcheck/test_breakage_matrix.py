@@ -22,6 +22,7 @@ from pathlib import Path
 import allure
 import pytest
 
+from tests.selfcheck import matrix_record
 from tests.selfcheck.breakage_table import PLUGIN_OF, by_breakage
 from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Outcome, _outcomes, _stop, _sweep
 
@@ -67,6 +68,8 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple
                 _sweep(state)
                 done[breakage] = (_outcomes(junit), log.read_text(errors="replace")[-4000:], time.monotonic() - t0)
                 running.remove(item)
+        matrix_record.write({b: (o, secs) for b, (o, _, secs) in done.items()}, by_breakage(), "local",
+                            tmp_path_factory.getbasetemp())
         yield done
     finally:
         for _, proc, _, _, state, _ in running:

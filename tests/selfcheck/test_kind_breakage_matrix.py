@@ -28,6 +28,7 @@ import allure
 import pytest
 
 from pvchaos.clusters.kind import KindProvider
+from tests.selfcheck import matrix_record
 from tests.selfcheck.breakage_table import PLUGIN_OF, by_breakage
 from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Outcome, _outcomes, _stop
 
@@ -81,6 +82,8 @@ def kind_matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
                     _stop(proc)
         _sweep_kind(d / "state")
         done[breakage] = (_outcomes(d / "junit.xml"), log.read_text(errors="replace")[-4000:], time.monotonic() - t0)
+    matrix_record.write({b: (o, secs) for b, (o, _, secs) in done.items()}, by_breakage("kind"), "kind",
+                        tmp_path_factory.getbasetemp())
     yield done
 
 

@@ -1,0 +1,27 @@
+"""The breakage matrix record says, per test, whether it failed as it must (issue 39 item 3)."""
+
+import datetime
+
+from tests.selfcheck.matrix_record import markdown, verdict
+from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Outcome
+
+PRODUCT = EXPECTATION_ERRORS[0]
+
+
+def test_a_product_failure_fails_and_anything_else_is_flagged() -> None:
+    assert verdict(Outcome("t", "failed", f"{PRODUCT}: pod ran | on zone-a")).startswith("fails: ")
+    assert "\\|" in verdict(Outcome("t", "failed", f"{PRODUCT}: pod ran | on zone-a"))
+    assert verdict(Outcome("t", "passed")) == "**passed** (must fail)"
+    assert verdict(Outcome("t", "skipped", "no attach")) == "**skipped** (must fail)"
+    assert verdict(Outcome("t", "error", "OSError: boom")).startswith("**failed, not a product failure**")
+    assert verdict(None) == "**no result**"
+
+
+def test_the_table_is_dated_and_counts_what_did_not_fail() -> None:
+    tests_of = {"volumezone": ["suites/test_a.py::test_x", "suites/test_a.py::test_y"]}
+    results = {"volumezone": ({"suites/test_a.py::test_x": Outcome("x", "failed", f"{PRODUCT}: wrong zone")}, 41.2)}
+    text = markdown(results, tests_of, "local", "v1.35.4", datetime.date(2026, 12, 7))
+    assert text.startswith("Breakage matrix, local, Kubernetes v1.35.4, run 2026-12-07:")
+    assert "| `volumezone` | `test_a.py::test_x` | fails: " in text and "| 41 |" in text
+    assert "| `volumezone` | `test_a.py::test_y` | **no result** | 41 |" in text
+    assert text.rstrip().endswith("1 of 2 tests fail under their breakage as they must; 1 do not.")
