@@ -76,9 +76,13 @@ def test_volume_attachment_timeline(ws: Workspace) -> None:
 
 
 @allure.story("a driver that needs no attach: its volumes are used with no VolumeAttachment at all")
-def test_a_driver_without_attach_makes_no_volume_attachment(ws: Workspace) -> None:
+@pytest.mark.parametrize("driver", ["driver", pytest.param("asked", marks=[
+    pytest.mark.cluster(csi_attach_required=False), pytest.mark.needs("pvchaos-csi-control")])])
+def test_a_driver_without_attach_makes_no_volume_attachment(ws: Workspace, driver: str) -> None:
     """CSIDriver attachRequired false: the attach/detach controller skips the volume (no
-    VolumeAttachment is created) and the pod runs. Not applicable to drivers that attach."""
+    VolumeAttachment is created) and the pod runs. `driver`: the run's driver as it is
+    (not applicable to one that attaches, as pvchaos-csi does by default); `asked`:
+    pvchaos-csi run with attachRequired false, so the answer is seen on every run."""
     if ws.cluster.has("attach"):
         pytest.skip(f"driver {ws.driver.name}: not applicable: it attaches (CSIDriver attachRequired true)")
     ws.create(b.persistent_volume_claim("data", "1Gi", ws.storage_class("noattach", "WaitForFirstConsumer")))

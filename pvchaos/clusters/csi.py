@@ -118,6 +118,14 @@ class CsiOptions:
     # the kubelet can chown (upstream's csi-driver-host-path says the same); None or
     # ReadWriteOnceWithFSType where a test asks (the csi_fs_group_policy cluster marker)
     fs_group_policy: str = "File"
+    # The CSIDriver's attachRequired: the attach/detach controller makes a VolumeAttachment
+    # per volume and node, and the external-attacher answers it; false where a test asks
+    # (the csi_attach_required cluster marker): no VolumeAttachment is made at all
+    attach_required: bool = True
+    # a CSIDriver that says attachRequired true where the test asked for false, while the
+    # cluster still declares no attach (a deployment whose CSIDriver kept the old value;
+    # only the self-checks turn it on)
+    fault_attach_anyway: bool = False
     # kind's node plugins run with --fault-block-file: a block volume's backing file is
     # bind-mounted as it is, not a loop device over it, so a pod's volumeDevices never
     # starts (a broken node plugin; only the self-checks turn it on)
@@ -266,16 +274,16 @@ INLINE_SIZE_ATTRIBUTE = "pvchaos.dev/size"
 
 
 def csi_driver_object(options: CsiOptions) -> dict[str, Any]:
-    """The CSIDriver: attach required (the attach/detach controller then makes
-    VolumeAttachments the external-attacher serves; the kubelet never attaches an inline
-    volume), both lifecycle modes, and pod info on mount, which is what makes the kubelet
+    """The CSIDriver: attach required unless the options say otherwise (the attach/detach
+    controller then makes VolumeAttachments the external-attacher serves; the kubelet never
+    attaches an inline volume), both lifecycle modes, and pod info on mount, which is what makes the kubelet
     tell the driver an inline volume from a PV's (volume_context
     csi.storage.k8s.io/ephemeral, pkg/volume/csi getPodInfoAttrs); the fsGroupPolicy the
     options say."""
     modes = ["Persistent"] if options.fault_no_inline else list(LIFECYCLE_MODES)
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
             "metadata": {"name": DRIVER_NAME, "labels": {OWNED_LABEL: "true"}},
-            "spec": {"attachRequired": True, "podInfoOnMount": True,
+            "spec": {"attachRequired": options.attach_required or options.fault_attach_anyway, "podInfoOnMount": True,
                      "storageCapacity": options.capacity_tracking, "fsGroupPolicy": options.fs_group_policy,
                      "volumeLifecycleModes": modes}}
 

@@ -986,8 +986,10 @@ class KindBackend:
         else:
             caps.add(Capability.PROVISIONING_FAILURES)
             if self.runs_csi:  # block: pvchaos-csi's loop devices (the test double's hostPath has none)
-                caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.SNAPSHOTS,
+                caps |= {Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.SNAPSHOTS,
                          Capability.CLONES, Capability.BLOCK, Capability.INLINE_EPHEMERAL}
+                if self.csi_options.attach_required:
+                    caps.add(Capability.ATTACH)
         if dict(self.config().get("featureGates", {})).get(MUTABLE_PV_GATE):
             caps.add(Capability.MUTABLE_PV_AFFINITY)
         return frozenset(caps)
@@ -1068,7 +1070,10 @@ class KindProvider:
                         hooks: ProvideHooks) -> dict[str, str]:
         backend = KindBackend.for_request(request, defaults, cluster="pvchaos")
         if backend.vendor is None:
-            return dict(csi.NO_RESIZER)
+            own = dict(csi.NO_RESIZER)
+            if backend.runs_csi and not backend.csi_options.attach_required:
+                own[Capability.ATTACH] = f"driver {csi.DRIVER_NAME}'s CSIDriver sets attachRequired false (asked for)"
+            return own
         driver = backend.vendor.driver
         details: dict[str, str] = {Capability.HARNESS_DRIVER: f"driver {driver} is a vendor's, not pvchaos-csi",
                    Capability.PROVISIONING_FAILURES: "only the harness's own drivers fail on pvchaos.dev/fail-*"}

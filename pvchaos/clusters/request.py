@@ -48,6 +48,7 @@ class ClusterRequest:
     csi_max_volumes_per_node: int = 0  # 0: the stack's default
     csi_capacity_poll_seconds: int = 0  # 0: the stack's default
     csi_fs_group_policy: str = ""  # the CSIDriver's fsGroupPolicy; "": the stack's default (File)
+    csi_attach_required: bool = True  # the CSIDriver's attachRequired
 
     @classmethod
     def from_marker(cls, kwargs: dict[str, Any]) -> ClusterRequest:
@@ -70,7 +71,8 @@ class ClusterRequest:
             capacity_tracking=self.csi_capacity_tracking,
             max_volumes_per_node=self.csi_max_volumes_per_node or CsiOptions().max_volumes_per_node,
             capacity_poll_seconds=self.csi_capacity_poll_seconds or CsiOptions().capacity_poll_seconds,
-            fs_group_policy=self.csi_fs_group_policy or CsiOptions().fs_group_policy)
+            fs_group_policy=self.csi_fs_group_policy or CsiOptions().fs_group_policy,
+            attach_required=self.csi_attach_required)
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.__dict__.items() if v != getattr(ClusterRequest(), k)]
@@ -109,4 +111,4 @@ class CannotProvide(Exception):
 # what `shaped-clusters` backends start: the shape, the gates and how the CSI stack runs
 SHAPE_FIELDS = ("zones", "nodes_per_zone", "feature_gates", "csi_capacity_tracking", "csi_strict_topology",
                 "csi_immediate_topology", "csi_max_volumes_per_node", "csi_capacity_poll_seconds",
-                "csi_fs_group_policy")
+                "csi_fs_group_policy", "csi_attach_required")

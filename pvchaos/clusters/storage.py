@@ -74,6 +74,9 @@ def vendor_refusal(package: DriverPackage, csi: CsiOptions) -> str | None:
     if csi.max_volumes_per_node != default.max_volumes_per_node:
         return (f"driver {name}: its node plugin reports its own volume limit (CSINode allocatable); the test "
                 f"needs a limit of {csi.max_volumes_per_node}, which the harness sets on pvchaos-csi only")
+    if csi.attach_required != default.attach_required:
+        return (f"driver {name}: its CSIDriver's attachRequired is the package's own; the test needs "
+                f"attachRequired {str(csi.attach_required).lower()}, which the harness sets on pvchaos-csi only")
     if csi.fs_group_policy != default.fs_group_policy:
         return (f"driver {name}: its CSIDriver's fsGroupPolicy is the package's own; the test needs "
                 f"fsGroupPolicy {csi.fs_group_policy}, which the harness sets on pvchaos-csi only")

@@ -31,7 +31,7 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule", "wrong-zone", "no-copies", "no-resize-admission", "no-mount",
                                    "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file",
-                                   "no-inline", "pv-affinity-denied")},
+                                   "no-inline", "pv-affinity-denied", "attach-anyway")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table", "wrong-kubelet-table",
                                    "wrong-fs-group-change-table")},
 }
@@ -261,9 +261,12 @@ TABLE: dict[str, Entry] = {
     f"{AD}::test_returning_node_clears_the_stale_volume_attachment": _k(
         "attach-detach", "the attach/detach controller keeps and (after the node's return) detaches the stale "
                          "attachment; without it the writer's volume is never attached and the writer never runs"),
-    f"{AD}::test_a_driver_without_attach_makes_no_volume_attachment": _none(
+    f"{AD}::test_a_driver_without_attach_makes_no_volume_attachment[driver]": _none(
         "runs only with a driver whose CSIDriver says attachRequired false (certify's node-local example package); "
-        "no switch makes the attach/detach controller attach such a volume"),
+        "pvchaos-csi attaches, and its [asked] case checks the same answer under the attach-anyway breakage"),
+    f"{AD}::test_a_driver_without_attach_makes_no_volume_attachment[asked]": _e(
+        "attach-anyway", "the test asked pvchaos-csi for attachRequired false; a CSIDriver that says true instead "
+                         "makes the attach/detach controller create a VolumeAttachment"),
     f"{AD}::test_attach_the_driver_refuses_is_explained": _e(
         "attach-detach", "the attach/detach controller makes the attach the driver refuses and reports FailedAttachVolume"),
     f"{VP}::test_read_write_once_pod_claim_admits_one_pod": _e(

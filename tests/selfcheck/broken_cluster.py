@@ -71,6 +71,9 @@ Breakages (what a real cluster gets wrong, made on purpose):
   would: the PV controller removes it only for in-tree plugins, so for an external
   provisioner this *is* "the PV controller does not remove the annotation"; disabling
   the PV binder instead would stop provisioning altogether.
+- `attach-anyway`: the CSIDriver says `attachRequired: true` where a test asked pvchaos-csi
+  for false (the `csi_attach_required` marker), while the cluster still declares no
+  attach: the attach/detach controller then makes VolumeAttachments for its volumes;
 - `pv-affinity-denied`: a ValidatingAdmissionPolicy (bound, Deny) refuses every update that
   changes a PersistentVolume's `spec.nodeAffinity`, as a policy engine's rule on a
   platform would: an update Kubernetes' own validation allows is then refused, so a test
@@ -175,11 +178,12 @@ BREAKAGES: dict[str, str] = {
     "node-plugin-returns": "a keeper on every worker restarts the node plugin within a second of any stop",
     "block-file": "node plugin with --fault-block-file: a block volume's backing file published as it is, no device",
     "fs-group-policy-file": "CSIDriver fsGroupPolicy File where a test asked for another",
+    "attach-anyway": "CSIDriver attachRequired true where a test asked for false",
 }
 # real kubelets: refused on local
 KIND_ONLY = ("no-mount", "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file")
 KIND_BREAKAGES = ("pv-binder", "pod-gc", "attach-detach", "zone-threshold", "csi-no-topology", "wrong-zone", "no-copies",
-                  "csi-proxy-inert", "no-capacity-tracking", "gate-on", "no-inline", *KIND_ONLY)
+                  "csi-proxy-inert", "no-capacity-tracking", "gate-on", "no-inline", "attach-anyway", *KIND_ONLY)
 # kubeadm's own --controllers for kube-controller-manager: the bootstrap signer and token
 # cleaner are off by default and kubeadm's join needs the signer; extraArgs replace the value
 KUBEADM_CONTROLLERS = "*,bootstrapsigner,tokencleaner"
@@ -228,7 +232,7 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
 
 
 _CSI = ("csi-no-topology", "wrong-zone", "no-copies", "csi-proxy-inert", "no-capacity-tracking", "no-mount",
-        "fsgroup-ignored", "block-file", "fs-group-policy-file", "no-inline")
+        "fsgroup-ignored", "block-file", "fs-group-policy-file", "no-inline", "attach-anyway")
 
 
 def break_csi(options: CsiOptions, what: str) -> CsiOptions:
@@ -237,7 +241,8 @@ def break_csi(options: CsiOptions, what: str) -> CsiOptions:
               "no-copies": {"fault_no_copies": True}, "csi-proxy-inert": {"proxy_rules": False},
               "no-capacity-tracking": {"capacity_tracking": False}, "no-mount": {"fault_no_mount": True},
               "fsgroup-ignored": {"fault_ignore_mount_group": True}, "block-file": {"fault_block_file": True},
-              "fs-group-policy-file": {"fs_group_policy": "File"}, "no-inline": {"fault_no_inline": True}}[what]
+              "fs-group-policy-file": {"fs_group_policy": "File"}, "no-inline": {"fault_no_inline": True},
+              "attach-anyway": {"fault_attach_anyway": True}}[what]
     return replace(options, **switch)
 
 

@@ -619,8 +619,10 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
     if cfg.provisioner:
         caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL, Capability.PROVISIONING_FAILURES}
     if cfg.runs_csi:
-        caps |= {Capability.ATTACH, Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.NODE_JOIN,
+        caps |= {Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.NODE_JOIN,
                  Capability.SNAPSHOTS, Capability.CLONES, Capability.INLINE_EPHEMERAL}
+        if cfg.csi.attach_required:
+            caps.add(Capability.ATTACH)
     if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
         caps.add(Capability.MUTABLE_PV_AFFINITY)
     return frozenset(caps)
@@ -630,6 +632,8 @@ def missing_details(cfg: LocalClusterConfig) -> dict[str, str]:
     """Why a local cluster of this configuration lacks a capability, where a version or a
     setting explains it (a skip then says so, not just "no mutable-pv-affinity")."""
     details: dict[str, str] = dict(csi.NO_RESIZER) if cfg.runs_csi else {}
+    if cfg.runs_csi and not cfg.csi.attach_required:
+        details[Capability.ATTACH] = f"driver {csi.DRIVER_NAME}'s CSIDriver sets attachRequired false (asked for)"
     first = flags.GATE_FIRST_MINOR[flags.MUTABLE_PV_GATE]
     if cfg.minor < first:
         details[Capability.MUTABLE_PV_AFFINITY] = (f"Kubernetes {cfg.k8s_version} has no {flags.MUTABLE_PV_GATE} "
