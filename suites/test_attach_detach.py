@@ -76,9 +76,9 @@ def test_volume_attachment_timeline(ws: Workspace) -> None:
 
 
 @allure.story("a driver that needs no attach: its volumes are used with no VolumeAttachment at all")
-@pytest.mark.parametrize("driver", ["driver", pytest.param("asked", marks=[
+@pytest.mark.parametrize("attach_required", ["driver", pytest.param("asked", marks=[
     pytest.mark.cluster(csi_attach_required=False), pytest.mark.needs("pvchaos-csi-control")])])
-def test_a_driver_without_attach_makes_no_volume_attachment(ws: Workspace, driver: str) -> None:
+def test_a_driver_without_attach_makes_no_volume_attachment(ws: Workspace, attach_required: str) -> None:
     """CSIDriver attachRequired false: the attach/detach controller skips the volume (no
     VolumeAttachment is created) and the pod runs. `driver`: the run's driver as it is
     (not applicable to one that attaches, as pvchaos-csi does by default); `asked`:
