@@ -50,13 +50,20 @@ def _api_error(call: Callable[[], object]) -> ApiError:
     raise ExpectationFailed(f"the API server accepted an update it must reject; it returned: {accepted}")
 
 
+ADMISSION_WORDS = ("ValidatingAdmissionPolicy", "admission webhook")  # how the API server names a refusal by policy
+
+
 def _accepted(call: Callable[[], T], what: str) -> T:
-    """The API server's answer to an update it must accept; a refusal fails the test naming the gate."""
+    """The API server's answer to an update it must accept. A refusal fails the test in
+    the API server's words, naming the admission policy or webhook where the answer does,
+    else asking about the gate (validation refuses the change with the gate off)."""
     try:
         return call()
     except ApiError as exc:
-        raise ExpectationFailed(f"the API server rejected {what} (HTTP {exc.status}: {exc.body}); is "
-                                f"{MUTABLE_GATE} on in kube-apiserver?") from None
+        body = exc.body or ""
+        hint = ("an admission policy or webhook of this cluster refused it, not Kubernetes' validation"
+                if any(w in body for w in ADMISSION_WORDS) else f"is {MUTABLE_GATE} on in kube-apiserver?")
+        raise ExpectationFailed(f"the API server rejected {what} (HTTP {exc.status}: {body}); {hint}") from None
 
 
 # ---- gate off: which updates of spec.nodeAffinity the API server accepts ------------------
