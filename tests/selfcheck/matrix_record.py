@@ -27,7 +27,7 @@ def verdict(outcome: Outcome | None) -> str:
         return "**no result**"
     if outcome.status not in ("failed", "error"):
         return f"**{outcome.status}** (must fail)"
-    first = " ".join(outcome.message.split())[:160].replace("|", "\\|")
+    first = " ".join(outcome.message.replace("pvchaos.kube.errors.", "").split())[:160].replace("|", "\\|")
     if not any(name in outcome.message for name in EXPECTATION_ERRORS):
         return f"**failed, not a product failure**: {first}"
     return f"fails: {first}"
