@@ -120,13 +120,20 @@ func (n *Node) checkLocal(id string, vctx map[string]string) error {
 }
 
 // ensureBacking creates the backing directory (and, for block, the sparse backing file of
-// the volume's size) when missing.
+// the volume's size) when missing. A directory that exists keeps its mode: it is the
+// volume's root, whose group and setgid bit a kubelet's fsGroup walk set (and
+// fsGroupChangePolicy OnRootMismatch reads), as a disk mounted on another node keeps its
+// root's mode; resetting it at every stage made OnRootMismatch walk again on a new node.
 func (n *Node) ensureBacking(id string, vctx map[string]string, block bool) (string, error) {
 	dir := n.backingDir(id, vctx)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return "", err
+		}
+		_ = os.Chmod(dir, 0o777) // pods of any uid write into a new volume; umask must not decide
+	} else if err != nil {
 		return "", err
 	}
-	_ = os.Chmod(dir, 0o777)
 	if !block {
 		return dir, nil
 	}

@@ -315,3 +315,28 @@ func TestNodeFaultIgnoreMountGroupAdvertisesIt(t *testing.T) {
 		t.Fatal("--fault-ignore-mount-group does not advertise VOLUME_MOUNT_GROUP")
 	}
 }
+
+// A volume's root keeps the mode a kubelet's fsGroup walk gave it when it is staged again
+// (on this node or, for a zonal volume, another node of the zone): OnRootMismatch reads it.
+func TestEnsureBackingKeepsAnExistingRootsMode(t *testing.T) {
+	dir := t.TempDir()
+	log, _ := NewLogger("test", "")
+	n := NewNode(NodeConfig{NodeID: "n1", Hostname: "n1", Zone: "z1", DataRoot: dir}, log)
+	vctx := map[string]string{CtxTopology: ModeZone}
+	root, err := n.ensureBacking("vol-1", vctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(root); st.Mode().Perm() != 0o777 {
+		t.Fatalf("a new volume's root is %v, want rwxrwxrwx", st.Mode())
+	}
+	if err := os.Chmod(root, 0o777|os.ModeSetgid); err != nil { // what the kubelet's walk leaves
+		t.Fatal(err)
+	}
+	if _, err := n.ensureBacking("vol-1", vctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(root); st.Mode()&os.ModeSetgid == 0 {
+		t.Fatalf("staging again reset the root to %v: the setgid bit of the fsGroup walk is gone", st.Mode())
+	}
+}
