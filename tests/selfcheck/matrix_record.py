@@ -33,6 +33,21 @@ def verdict(outcome: Outcome | None) -> str:
     return f"fails: {first}"
 
 
+def not_failing(tests: list[str], outcomes: Mapping[str, Outcome], breakage: str) -> list[str]:
+    """The tests of one breakage that did not fail with a product failure, each with what
+    happened instead (pure; empty when the matrix holds for this breakage)."""
+    wrong = []
+    for test in tests:
+        got = outcomes.get(test)
+        if got is None:
+            wrong.append(f"{test}: no result (run output tail below)")
+        elif got.status not in ("failed", "error"):
+            wrong.append(f"{test}: {got.status} under {breakage}")
+        elif not any(name in got.message for name in EXPECTATION_ERRORS):
+            wrong.append(f"{test}: failed, but not with a product failure: {got.message[:300]}")
+    return wrong
+
+
 def markdown(results: Mapping[str, tuple[Mapping[str, Outcome], float]], tests_of: Mapping[str, list[str]],
              backend: str, k8s_version: str, when: datetime.date) -> str:
     """The dated table (pure): every test of every breakage that ran, in breakage order."""

@@ -24,7 +24,7 @@ import pytest
 
 from tests.selfcheck import matrix_record
 from tests.selfcheck.breakage_table import PLUGIN_OF, by_breakage
-from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Outcome, _outcomes, _stop, _sweep
+from tests.selfcheck.test_detection_power import Outcome, _outcomes, _stop, _sweep
 
 pytestmark = [allure.epic("Self-verification"), allure.feature("Breakage matrix"), pytest.mark.slow]
 
@@ -82,13 +82,5 @@ def test_every_test_fails_under_its_breakage(breakage: str, matrix: dict[str, tu
     outcomes, tail, seconds = matrix[breakage]
     allure.attach(tail, "pytest output (tail)", allure.attachment_type.TEXT)
     print(f"[pvchaos] breakage {breakage}: {len(outcomes)} tests in {seconds:.0f}s")
-    wrong = []
-    for test in by_breakage()[breakage]:
-        got = outcomes.get(test)
-        if got is None:
-            wrong.append(f"{test}: no result (run output tail below)")
-        elif got.status not in ("failed", "error"):
-            wrong.append(f"{test}: {got.status} under {breakage}")
-        elif not any(name in got.message for name in EXPECTATION_ERRORS):
-            wrong.append(f"{test}: failed, but not with a product failure: {got.message[:300]}")
+    wrong = matrix_record.not_failing(by_breakage()[breakage], outcomes, breakage)
     assert not wrong, f"under {breakage}:\n" + "\n".join(wrong) + f"\n--- output tail ---\n{tail}"

@@ -2,7 +2,7 @@
 
 import datetime
 
-from tests.selfcheck.matrix_record import markdown, verdict
+from tests.selfcheck.matrix_record import markdown, not_failing, verdict
 from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Outcome
 
 PRODUCT = EXPECTATION_ERRORS[0]
@@ -25,3 +25,12 @@ def test_the_table_is_dated_and_counts_what_did_not_fail() -> None:
     assert "| `volumezone` | `test_a.py::test_x` | fails: " in text and "| 41 |" in text
     assert "| `volumezone` | `test_a.py::test_y` | **no result** | 41 |" in text
     assert text.rstrip().endswith("1 of 2 tests fail under their breakage as they must; 1 do not.")
+
+
+def test_not_failing_names_each_test_that_escaped_its_breakage() -> None:
+    outcomes = {"a": Outcome("a", "failed", f"{PRODUCT}: x"), "b": Outcome("b", "passed"),
+                "c": Outcome("c", "error", "OSError: disk")}
+    assert not_failing(["a", "b", "c", "d"], outcomes, "volumezone") == [
+        "b: passed under volumezone", "c: failed, but not with a product failure: OSError: disk",
+        "d: no result (run output tail below)"]
+    assert not_failing(["a"], outcomes, "volumezone") == []
