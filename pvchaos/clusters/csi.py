@@ -85,6 +85,9 @@ _RESIZER_MISSING = ("upstream's external-resizer (csi-resizer), which pvchaos-cs
                     "by this machine's Go module proxy; a vendor package that ships csi-resizer runs these tests")
 NO_RESIZER: dict[str, str] = {"expansion": _RESIZER_MISSING, "modify-volume": _RESIZER_MISSING}
 
+# why a pvchaos-csi cluster asked for attachRequired false lacks `attach` (both backends' skip reason)
+NO_ATTACH_ASKED = f"driver {DRIVER_NAME}'s CSIDriver sets attachRequired false (asked for)"
+
 FS_GROUP_POLICIES = ("File", "None", "ReadWriteOnceWithFSType")  # CSIDriver spec.fsGroupPolicy
 
 

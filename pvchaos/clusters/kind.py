@@ -1072,7 +1072,7 @@ class KindProvider:
         if backend.vendor is None:
             own = dict(csi.NO_RESIZER)
             if backend.runs_csi and not backend.csi_options.attach_required:
-                own[Capability.ATTACH] = f"driver {csi.DRIVER_NAME}'s CSIDriver sets attachRequired false (asked for)"
+                own[Capability.ATTACH] = csi.NO_ATTACH_ASKED
             return own
         driver = backend.vendor.driver
         details: dict[str, str] = {Capability.HARNESS_DRIVER: f"driver {driver} is a vendor's, not pvchaos-csi",

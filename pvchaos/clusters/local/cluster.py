@@ -633,7 +633,7 @@ def missing_details(cfg: LocalClusterConfig) -> dict[str, str]:
     setting explains it (a skip then says so, not just "no mutable-pv-affinity")."""
     details: dict[str, str] = dict(csi.NO_RESIZER) if cfg.runs_csi else {}
     if cfg.runs_csi and not cfg.csi.attach_required:
-        details[Capability.ATTACH] = f"driver {csi.DRIVER_NAME}'s CSIDriver sets attachRequired false (asked for)"
+        details[Capability.ATTACH] = csi.NO_ATTACH_ASKED
     first = flags.GATE_FIRST_MINOR[flags.MUTABLE_PV_GATE]
     if cfg.minor < first:
         details[Capability.MUTABLE_PV_AFFINITY] = (f"Kubernetes {cfg.k8s_version} has no {flags.MUTABLE_PV_GATE} "
