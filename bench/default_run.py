@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,18 +35,34 @@ BUDGET_S = {"local": 120.0, "kind": 480.0}
 COLUMNS = report.TIME_COLUMNS
 
 
+KEPT = REPO_ROOT / "reports" / "bench-failed"  # a failed run's reports, kept to read its flake
+
+
 def failed_tests(junit_text: str) -> list[str]:
-    """The node ids of the JUnit report's failed or errored test cases: a run that failed
-    names what failed, so a flake is a test to look at, not a count."""
+    """The node ids of the JUnit report's failed or errored test cases, each with its
+    failure's first line: a run that failed names what failed and why, so a flake is a
+    test to look at, not a count."""
     names = []
     for case in ET.fromstring(junit_text).iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
-            names.append(f"{case.get('classname', '')}::{case.get('name', '')}")
+        bad = case.find("failure")
+        bad = case.find("error") if bad is None else bad
+        if bad is not None:
+            first = (bad.get("message") or bad.text or "").strip().splitlines()[:1]
+            names.append(f"{case.get('classname', '')}::{case.get('name', '')}" + (f": {first[0][:300]}" if first else ""))
     return names
 
 
-def one_run(options: Options) -> tuple[float, dict[str, float], int, list[str]]:
-    """(session wall seconds, summed test seconds per column, tests passed, failed or errored tests)."""
+def keep_reports(reports: Path, run: int) -> Path:
+    """Copy a failed run's report directory out of the temp dir before it goes."""
+    dest = KEPT / f"run-{run}"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(reports, dest)
+    return dest
+
+
+def one_run(options: Options, run: int) -> tuple[float, dict[str, float], int, list[str]]:
+    """(session wall seconds, summed test seconds per column, tests passed, failed or errored
+    tests); a run with a failure leaves its reports under reports/bench-failed/run-N."""
     with tempfile.TemporaryDirectory(prefix="pvchaos-bench-") as tmp:
         opts = replace(options, report_dir=Path(tmp) / "reports")
         env = dict(os.environ, PVCHAOS_STATE_DIR=str(Path(tmp) / "state"))
@@ -59,6 +76,8 @@ def one_run(options: Options) -> tuple[float, dict[str, float], int, list[str]]:
         bad = failed_tests(text)
         skipped = text.count("<skipped")
         tests = sum(r.tests for r in rows)
+        if bad:
+            print(f"  run {run}'s reports kept in {keep_reports(opts.report_dir, run)}", flush=True)
         return wall, {c: sum(r.seconds[c] for r in rows) for c in COLUMNS}, tests - len(bad) - skipped, bad
 
 
@@ -79,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parts: dict[str, list[float]] = {c: [] for c in COLUMNS}
     try:
         for run in range(1, args.runs + 1):
-            wall, summed, passed, bad = one_run(options)
+            wall, summed, passed, bad = one_run(options, run)
             walls.append(wall)
             for c in COLUMNS:
                 parts[c].append(summed[c])

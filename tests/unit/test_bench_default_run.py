@@ -12,7 +12,13 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 
 
 def test_failed_and_errored_cases_are_named_and_passed_or_skipped_ones_are_not() -> None:
-    assert failed_tests(JUNIT) == ["suites.test_binding_modes::test_pinned", "suites.test_zone_outage::test_outage"]
+    assert failed_tests(JUNIT) == ["suites.test_binding_modes::test_pinned: x", "suites.test_zone_outage::test_outage: y"]
+
+
+def test_a_failure_without_a_message_attribute_is_named_by_its_text_first_line() -> None:
+    junit = ('<testsuites><testsuite><testcase classname="a" name="b"><failure>AssertionError: gone\nmore'
+             '</failure></testcase></testsuite></testsuites>')
+    assert failed_tests(junit) == ["a::b: AssertionError: gone"]
 
 
 def test_a_clean_report_names_nothing() -> None:
