@@ -41,12 +41,19 @@ SEED_PATCH = ('{"spec":{"nodeAffinity":{"required":{"nodeSelectorTerms":[{"match
 T = TypeVar("T")
 
 
-def _api_error(call: Callable[[], object]) -> ApiError:
-    """The API server's refusal of `call`; its acceptance is the test's failure, with what it returned."""
+def _api_error(call: Callable[[], object], sent_affinity: Obj | None = None) -> ApiError:
+    """The API server's refusal of `call`; its acceptance is the test's failure, with what it
+    returned, and, where the stored nodeAffinity is not `sent_affinity`, that admission
+    changed the request before validation saw it."""
     try:
         accepted = call()
     except ApiError as exc:
         return exc
+    stored = (accepted.get("spec") or {}).get("nodeAffinity") if isinstance(accepted, dict) else None
+    if sent_affinity is not None and stored != sent_affinity:
+        raise ExpectationFailed(f"the API server accepted an update it must reject: it stored nodeAffinity {stored!r}, "
+                                f"not the {sent_affinity!r} sent, so a mutating admission webhook or policy changed "
+                                f"the PV before validation; it returned: {accepted}")
     raise ExpectationFailed(f"the API server accepted an update it must reject; it returned: {accepted}")
 
 
@@ -303,7 +310,7 @@ def test_gate_on_still_validates(ws: Workspace, affinity: Obj, key: str) -> None
     x.volume_phase(ws, name, "Available")
     pv = ws.get("PersistentVolume", name) or {}
     # A merge patch cannot empty a map (it merges); replace the whole spec.nodeAffinity.
-    err = _api_error(lambda: ws.replace({**pv, "spec": {**pv["spec"], "nodeAffinity": affinity}}))
+    err = _api_error(lambda: ws.replace({**pv, "spec": {**pv["spec"], "nodeAffinity": affinity}}), affinity)
     x.expect(err.status == 422 and messages.expected(key, ws.cluster.minor) in (err.body or ""),
              f"expected 422 with {messages.expected(key, ws.cluster.minor)!r}, got {err.status}: {err.body}")
 

@@ -31,7 +31,8 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "zone-threshold", "slow-node-monitor", "gate-on", "apiserver-gate-off",
                                    "no-reschedule", "wrong-zone", "no-copies", "no-resize-admission", "no-mount",
                                    "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file",
-                                   "no-inline", "pv-affinity-denied", "attach-anyway")},
+                                   "no-inline", "pv-affinity-denied", "pv-affinity-defaulted",
+                                   "attach-anyway")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table", "wrong-kubelet-table",
                                    "wrong-fs-group-change-table")},
 }
@@ -95,8 +96,9 @@ _PV_BINDER_WHY = "the PV controller decides static binding and reports mismatche
 _GATE_WHY = "the update needs the gate in the API server; without it the API rejects the mutation"
 _DENIED_WHY = ("Kubernetes' validation accepts this update with the gate off; a cluster whose admission refuses "
                "PV affinity changes (a policy engine's rule) must fail the test, not pass it")
-_VALIDATION_WHY = ("the API gives the same answer with the gate on and off (validation allows it, or rejects it, "
-                   "in every version); only a validation regression would break it, and no switch makes one")
+_VALIDATION_WHY = ("Kubernetes' validation rejects an empty nodeAffinity with the gate on (the gate relaxes "
+                   "immutability, not the shape); a cluster whose admission repairs the update before validation "
+                   "(a defaulting policy removing the empty affinity) accepts it, and the test must fail, not pass")
 
 TABLE: dict[str, Entry] = {
     f"{BV}::test_bytes_written_to_the_device_are_read_by_the_next_pod": _k("block-file", _BLOCK_FILE),
@@ -187,8 +189,8 @@ TABLE: dict[str, Entry] = {
         "apiserver-gate-off", "the update of the restored volume's PV needs the gate in the API server; without it the "
                               "API rejects the mutation"),
     f"{PM}::test_tightening_race_is_measured": _e("apiserver-gate-off", _GATE_WHY),
-    f"{PM}::test_gate_on_still_validates[empty-affinity]": _none(_VALIDATION_WHY),
-    f"{PM}::test_gate_on_still_validates[empty-terms]": _none(_VALIDATION_WHY),
+    f"{PM}::test_gate_on_still_validates[empty-affinity]": _e("pv-affinity-defaulted", _VALIDATION_WHY),
+    f"{PM}::test_gate_on_still_validates[empty-terms]": _e("pv-affinity-defaulted", _VALIDATION_WHY),
     f"{PM}::test_retain_workflow_after_mutation": _e("apiserver-gate-off", _GATE_WHY),
     f"{RK}::test_local_volume_data_survives_node_crash_and_return": _k(
         "no-mount", "a node plugin that gives the pod scratch space instead of its volume: after the node's reboot the "

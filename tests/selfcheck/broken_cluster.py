@@ -79,6 +79,13 @@ Breakages (what a real cluster gets wrong, made on purpose):
   platform would: an update Kubernetes' own validation allows is then refused, so a test
   that asserts the API's acceptance fails (made right after start, and in force before
   the first test: a probe PV's update is refused first);
+- `pv-affinity-defaulted`: a MutatingAdmissionPolicy (admissionregistration v1beta1, its
+  gate and API turned on in kube-apiserver) removes an empty `spec.nodeAffinity` (no
+  required terms) from every PersistentVolume update, as a platform's defaulting rule
+  might: an update Kubernetes' validation rejects reaches validation already repaired and
+  is accepted, so a test that asserts the rejection fails (gate-on clusters only, where
+  removing the affinity is valid; in force before the first test: a probe PV's update
+  must come back without its affinity first);
 - `no-resize-admission`: kube-apiserver without its PersistentVolumeClaimResize admission
   plugin (`--disable-admission-plugins` given again, last flag wins): a claim of a class
   without allowVolumeExpansion may then grow its request;
@@ -173,6 +180,7 @@ BREAKAGES: dict[str, str] = {
     "upgrade-pv-binder": f"kube-controller-manager upgraded without {PV_BINDER}",
     "no-resize-admission": "kube-apiserver without the PersistentVolumeClaimResize admission plugin",
     "pv-affinity-denied": "a ValidatingAdmissionPolicy that refuses any change of a PV's spec.nodeAffinity",
+    "pv-affinity-defaulted": "a MutatingAdmissionPolicy that removes an empty spec.nodeAffinity from PV updates",
     "no-mount": "node plugin with --fault-no-mount: stage and publish say OK, the pod gets an empty scratch directory",
     "fsgroup-ignored": "CSIDriver fsGroupPolicy File, node plugin advertising VOLUME_MOUNT_GROUP and ignoring it",
     "node-plugin-returns": "a keeper on every worker restarts the node plugin within a second of any stop",
@@ -222,6 +230,10 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
     if what == "no-resize-admission":
         return replace(cfg, extra_apiserver_flags=(
             *cfg.extra_apiserver_flags, "--disable-admission-plugins=ServiceAccount,PersistentVolumeClaimResize"))
+    if what == "pv-affinity-defaulted":  # beta and off in 1.34-1.35: its gate and its API version
+        return replace(cfg, extra_apiserver_flags=(
+            *cfg.extra_apiserver_flags, "--feature-gates=MutatingAdmissionPolicy=true",
+            "--runtime-config=admissionregistration.k8s.io/v1beta1=true"))
     if what == "slow-node-monitor":
         return replace(cfg, extra_kcm_flags=(*cfg.extra_kcm_flags, "--node-monitor-grace-period=40s"))
     if what == "gate-on" and cfg.feature_gates.get(GATE) is False:
@@ -369,6 +381,60 @@ def _deny_pv_affinity_updates(handle: ClusterHandle) -> None:
         kube.api.close()
 
 
+DEFAULTING_POLICY = "pvchaos-selfcheck-drop-empty-pv-affinity"
+_EMPTY_AFFINITY = ("has(object.spec.nodeAffinity) && (!has(object.spec.nodeAffinity.required) || "
+                   "!has(object.spec.nodeAffinity.required.nodeSelectorTerms) || "
+                   "size(object.spec.nodeAffinity.required.nodeSelectorTerms) == 0)")
+
+
+def drop_empty_pv_affinity_policy() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The MutatingAdmissionPolicy and its binding (pure): a PV update whose nodeAffinity
+    has no required terms loses the nodeAffinity before validation sees it."""
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicy",
+              "metadata": {"name": DEFAULTING_POLICY},
+              "spec": {"failurePolicy": "Fail", "reinvocationPolicy": "Never",
+                       "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                               "operations": ["UPDATE"],
+                                                               "resources": ["persistentvolumes"]}]},
+                       "matchConditions": [{"name": "empty-node-affinity", "expression": _EMPTY_AFFINITY}],
+                       "mutations": [{"patchType": "JSONPatch", "jsonPatch": {
+                           "expression": "[JSONPatch{op: 'remove', path: '/spec/nodeAffinity'}]"}}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicyBinding",
+               "metadata": {"name": DEFAULTING_POLICY}, "spec": {"policyName": DEFAULTING_POLICY}}
+    return policy, binding
+
+
+def _drop_empty_pv_affinity(handle: ClusterHandle) -> None:
+    """Create the policy and wait until the API server applies it: a probe PV with an
+    affinity is replaced with an empty one until the stored PV comes back with none (with
+    the policy not yet in force the API server rejects the update); every probe is deleted."""
+    kube = connect(handle.kubeconfig, handle.context)
+    admission = client.AdmissionregistrationV1beta1Api(kube.api)
+    policy, binding = drop_empty_pv_affinity_policy()
+    admission.create_mutating_admission_policy(policy)
+    admission.create_mutating_admission_policy_binding(binding)
+    affinity = {"required": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pvchaos.dev/probe", "operator": "Exists"}]}]}}
+    probe = "pvchaos-selfcheck-probe-defaulted"
+    kinds.create(kube, builders.persistent_volume(probe, "1Gi", affinity=affinity))
+
+    def defaulted() -> bool | None:
+        pv = kinds.get(kube, "PersistentVolume", probe) or {}
+        try:
+            stored = kinds.replace(kube, {**pv, "spec": {**pv["spec"], "nodeAffinity": {}}})
+        except ApiException as e:
+            if e.status == 422:  # validation saw the empty affinity: the policy is not in force yet
+                return None
+            raise  # anything else is reported when the wait ends
+        return True if "nodeAffinity" not in stored["spec"] else None
+
+    try:
+        poll_until(defaulted, 30, f"MutatingAdmissionPolicy {DEFAULTING_POLICY} removes an empty PV affinity")
+    finally:
+        kinds.delete(kube, "PersistentVolume", probe)
+        kube.api.close()
+
+
 def refusal(what: str, backend: str, attached_kind_cluster: str | None = None) -> str | None:
     """Why this backend cannot make the breakage (one line), or None."""
     if backend == "kind" and attached_kind_cluster:
@@ -410,6 +476,8 @@ def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, h
         _restart_apiserver_without_gate(local, handle)
     if what == "pv-affinity-denied":
         _deny_pv_affinity_updates(handle)
+    if what == "pv-affinity-defaulted" and handle.feature_gates.get(GATE):
+        _drop_empty_pv_affinity(handle)
 
 
 def pytest_pvchaos_kind_config(config: pytest.Config, backend: KindBackend) -> KindBackend | None:
