@@ -229,7 +229,9 @@ def test_snapshot_class_deleted_midway_strands_nothing(ws: Workspace) -> None:
     # the restore is provisioned; when that update loses a race (the snapshot-controller
     # rewrites the snapshot's status: GetSnapshotClassFailed, its class is gone) its orphan
     # sweep does it later, so the deletion is bounded by the sweep interval (seen in a
-    # loaded default run before the harness set it: the snapshot kept the finalizer 90 s).
+    # loaded default run before the harness set it: the snapshot kept the finalizer 90 s;
+    # and, until the harness served the VolumeSnapshot API before the provisioner started,
+    # for good: the provisioner makes its sweep only if that API is there at its start).
     sweep = (SNAPSHOT_ORPHAN_SWEEP_SECONDS if ws.cluster.has("pvchaos-csi-control")
              else UPSTREAM_SNAPSHOT_ORPHAN_SWEEP_SECONDS)
     ws.delete("VolumeSnapshot", "snap", wait=False)

@@ -36,6 +36,7 @@ from kubernetes.client.exceptions import ApiException
 from pvchaos.clusters.common.processes import ProcessRecord, log_tail, spawn, stop
 from pvchaos.kube.client import Kube
 from pvchaos.kube.errors import ClusterError, PollTimeout
+from pvchaos.kube.kinds import SNAPSHOT_GROUP
 from pvchaos.kube.naming import OWNED_LABEL
 from pvchaos.kube.poll import poll_until
 
@@ -448,8 +449,12 @@ def install_snapshot_api(kube: Kube, crds: Sequence[Path], timeout: float = STAR
             if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
                 return None
         return True
+    def discovered() -> bool | None:  # what a component's discovery check asks for (external-provisioner's)
+        served = {r.name for r in kube.custom.get_api_resources(SNAPSHOT_GROUP, "v1").resources or []}  # 404: not yet
+        return True if {"volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses"} <= served else None
     try:
         poll_until(established, timeout, f"VolumeSnapshot CRDs {names} established", interval=0.1)
+        poll_until(discovered, timeout, f"{SNAPSHOT_GROUP}/v1 in the API server's discovery", interval=0.1)
     except PollTimeout as exc:
         raise ClusterError(str(exc)) from None
 
@@ -463,12 +468,24 @@ def await_stack(paths: CsiPaths, procs: dict[str, subprocess.Popen[bytes]], time
     await_logged(paths, procs, timeout)
 
 
+# external-provisioner v6.4.0 runs its snapshot orphan sweep (--snapshot-orphan-sweep-interval)
+# only when the VolumeSnapshot API was served at its start (cmd/csi-provisioner:
+# IsVolumeSnapshotV1Available, asked once): a provisioner started before the CRDs never sweeps.
+SWEEP_LOG = "Started SnapshotFinalizerProtection controller"
+
+
 def await_logged(paths: CsiPaths, procs: dict[str, subprocess.Popen[bytes]], timeout: float = START_TIMEOUT) -> None:
-    """Until each sidecar or controller among `procs` logs that it started (READY_LOG)."""
+    """Until each sidecar or controller among `procs` logs that it started (READY_LOG), and,
+    where the stack snapshots (csi-snapshotter among `procs`), until the provisioner logs
+    that its orphan sweep runs: the sweep interval the tests' bounds use is then one that runs."""
     for component in (c for c in (PROVISIONER, ATTACHER, SNAPSHOTTER, SNAPSHOT_CONTROLLER) if c in procs):
         log = paths.log(component)
         _await(component, procs[component], log, lambda log=log, c=component: _log_says(log, READY_LOG[c]),  # type: ignore[misc]
                timeout)
+    if PROVISIONER in procs and SNAPSHOTTER in procs:
+        log = paths.log(PROVISIONER)
+        _await(f"{PROVISIONER} snapshot orphan sweep (needs the VolumeSnapshot API served before it starts)",
+               procs[PROVISIONER], log, lambda: _log_says(log, SWEEP_LOG), timeout)
 
 
 def start_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, options: CsiOptions,

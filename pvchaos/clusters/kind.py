@@ -732,22 +732,24 @@ class KindBackend:
             self._kind("delete", "cluster", "--name", self.cluster, "--kubeconfig", str(self.kubeconfig), timeout=300)
 
     def _start_csi(self) -> None:
-        """Host-side stack spawned first (the sidecars wait for the controller's socket
+        """The VolumeSnapshot API first (the provisioner asks for it once, at start), then
+        the host-side stack spawned (the sidecars wait for the controller's socket
         themselves), node plugins copied in and started, the CSIDriver created, then every
         node Ready, the stack serving, and every worker's CSINode written by its kubelet."""
         assert self.directory is not None and self.engine is not None
         binaries = self._csi_binaries()  # cached by prepare()
         paths = kind_csi.csi_paths(self.directory)
         book = kind_csi.host_stack_book(self.directory, tie_to_parent=not self.detached)
-        procs = csi.spawn_stack(paths, self.kubeconfig, binaries, self.csi_options, book.start,
-                                data_root=kind_csi.data_root(self.directory))
-        workers = kind_node_names(self.cluster, self.topology)
-        kind_csi.install_node_plugins(self.engine, workers, self.topology, binaries.driver, self.csi_options)
-        kind_csi.create_csi_driver(self.kubeconfig, self.csi_options)
         kube = connect(self.kubeconfig)
         try:
-            if binaries.snapshots:
+            if binaries.snapshots:  # before the provisioner, which asks for their API once, at start (SWEEP_LOG)
                 csi.install_snapshot_api(kube, binaries.snapshot_crds)
+            procs = csi.spawn_stack(paths, self.kubeconfig, binaries, self.csi_options, book.start,
+                                    data_root=kind_csi.data_root(self.directory))
+            workers = kind_node_names(self.cluster, self.topology)
+            kind_csi.install_node_plugins(self.engine, workers, self.topology, binaries.driver, self.csi_options)
+            kind_csi.create_csi_driver(self.kubeconfig, self.csi_options)
+            if binaries.snapshots:
                 procs.update(csi.spawn_snapshots(paths, self.kubeconfig, binaries, book.start, self.csi_options))
             self._await_nodes_ready()
             csi.await_stack(paths, procs)

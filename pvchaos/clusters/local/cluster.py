@@ -266,13 +266,15 @@ class LocalCluster:
         if self.cfg.runs_test_double:
             self._spawn("provisioner", [str(bins.provisioner), *flags.provisioner_args(d, self.cfg.provisioner_reschedule)])
         csi_started = None
+        if csi_bins is not None and csi_bins.snapshots:  # before the provisioner, which asks for them once (SWEEP_LOG)
+            csi.install_snapshot_api(self.kube, csi_bins.snapshot_crds)
         if csi_bins is not None:
             csi_started = csi.spawn_stack(csi.paths_for(d), d / "kubeconfig", csi_bins, self.cfg.csi, self._spawn)
         with ThreadPoolExecutor(max_workers=2) as pool:
             storage = pool.submit(self._create_storage_objects, csi_bins)
             self._create_nodes()
             storage.result()
-        if csi_started is not None and csi_bins is not None:  # the CRDs are established now
+        if csi_started is not None and csi_bins is not None:
             csi_started.update(csi.spawn_snapshots(csi.paths_for(d), d / "kubeconfig", csi_bins, self._spawn,
                                                    self.cfg.csi))
         if csi_bins is not None:  # after the nodes, which get their CSINode here; it covers the later ones
@@ -391,15 +393,13 @@ class LocalCluster:
         external-attacher then attach); the test double's without (KWOK nodes never attach).
         With CSI the nodes are attach/detach-controller managed, so the static stand-in
         PVs' driver gets one without attach too: else the controller would create
-        VolumeAttachments for them that nothing answers. With CSI also the VolumeSnapshot
-        CRDs, established before the snapshot components start."""
+        VolumeAttachments for them that nothing answers. (The VolumeSnapshot CRDs come
+        before the CSI stack starts: its provisioner looks for their API once, at start.)"""
         assert self.kube is not None
         drivers: tuple[str, ...] = (ZONAL_PROVISIONER,)
         if self.cfg.runs_csi:
             self.kube.storage.create_csi_driver(body=csi.csi_driver_object(self.cfg.csi))
             drivers = (csi.STATIC_DRIVER,)
-            if csi_bins is not None and csi_bins.snapshots:
-                csi.install_snapshot_api(self.kube, csi_bins.snapshot_crds)
         for driver in drivers:
             self.kube.storage.create_csi_driver(body={
                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
