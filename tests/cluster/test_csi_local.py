@@ -192,3 +192,19 @@ def test_a_node_that_joins_gets_the_driver_in_its_csinode(running: tuple[LocalCl
         assert json.loads(node["metadata"]["annotations"][csi.NODE_ID_ANNOTATION]) == {csi.DRIVER_NAME: "joined-1"}
     finally:
         local.remove_node("joined-1")
+
+
+@pytest.mark.slow
+def test_the_provisioner_sweeps_an_orphaned_snapshot_source_finalizer(ws: Workspace) -> None:
+    """The snapshot tests bound a restore's cleanup by the provisioner's orphan sweep
+    (csi.SNAPSHOT_ORPHAN_SWEEP_SECONDS). external-provisioner makes that sweep only if the
+    VolumeSnapshot API is served when it starts; a stack started before the CRDs never
+    sweeps, and a snapshot whose finalizer removal lost a race keeps it for good. Here the
+    finalizer is put on a snapshot no pending claim restores from: the sweep must take it off."""
+    finalizer = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection"
+    ws.create({"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+               "metadata": {"name": "orphan", "finalizers": [finalizer]},
+               "spec": {"source": {"persistentVolumeClaimName": "never-made"}}})
+    wait_for(ws.kube, "VolumeSnapshot", "orphan", lambda s: finalizer not in (s["metadata"].get("finalizers") or []),
+             f"{finalizer} swept off VolumeSnapshot orphan (no pending claim restores from it)", ws.namespace,
+             timeout=csi.SNAPSHOT_ORPHAN_SWEEP_SECONDS + 20)
