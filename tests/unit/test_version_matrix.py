@@ -149,3 +149,41 @@ def test_only_a_go_line_newer_than_the_machine_s_asks_for_the_approved_toolchain
     assert versions.toolchain_for_error(said) == "go1.27.3"
     assert versions.toolchain_for_error(said.replace("\\u003e", ">")) == "go1.27.3"
     assert versions.toolchain_for_error("403 Forbidden") is None
+
+
+def test_a_skip_naming_a_gate_the_older_version_lacks_explains_the_test_starting_to_run() -> None:
+    """Any suite's test, not only the mutation suite's: the older version's skip reason is the evidence."""
+    why = ("Skipped: backend local: no mutable-pv-affinity (Kubernetes v1.34.4 has no MutablePVNodeAffinity gate; "
+           "it is first in 1.35)")
+    runs = [_run("v1.34.4", test_attach_detach__t=_result("skipped", why)),
+            _run("v1.35.4", test_attach_detach__t=_result("passed"))]
+    (step,) = version_matrix.steps(runs)
+    assert "MutablePVNodeAffinity" in (step.explanation(step.changes[0]) or "")
+    plain = [_run("v1.34.4", test_attach_detach__t=_result("skipped", "not applicable")),
+             _run("v1.35.4", test_attach_detach__t=_result("passed"))]
+    assert version_matrix.unexplained(version_matrix.steps(plain)), "a skip for another reason stays unexplained"
+
+
+def test_an_upstream_race_reproduced_on_one_version_only_is_explained_as_a_race() -> None:
+    xfail = "XFAIL kubernetes #95911 reproduced: v1.34.4 (local): 4 of 4 waiting pods placed on the joined node"
+    runs = [_run("v1.34.4", test_csi_faults__t=_result("skipped", xfail)),
+            _run("v1.35.4", test_csi_faults__t=_result("passed"))]
+    (step,) = version_matrix.steps(runs)
+    why = step.explanation(step.changes[0]) or ""
+    assert "kubernetes #95911" in why and "v1.34.4" in why
+    failed = [_run("v1.34.4", test_csi_faults__t=_result("passed")),
+              _run("v1.35.4", test_csi_faults__t=_result("failed", "kubernetes #95911 reproduced"))]
+    assert version_matrix.unexplained(version_matrix.steps(failed)), "a real failure is never a race explained away"
+
+
+def test_a_measurement_known_to_move_on_any_version_is_explained_and_another_is_not() -> None:
+    def timed(version: str, test: str, name: str, value: str) -> Run:
+        res = _result("passed")
+        res["parameters"] = [{"name": name, "value": repr(value)}]
+        return _run(version, **{test: res})
+    known = "test_component_restart__test_controller_manager_restart_mid_binding"
+    runs = [timed("v1.34.4", known, "recovery seconds", "0.7"), timed("v1.35.4", known, "recovery seconds", "5.5")]
+    (step,) = version_matrix.steps(runs)
+    assert step.changes and "resync" in (step.explanation(step.changes[0]) or "")
+    other = [timed("v1.34.4", "a__x", "recovery seconds", "0.7"), timed("v1.35.4", "a__x", "recovery seconds", "5.5")]
+    assert version_matrix.unexplained(version_matrix.steps(other))
