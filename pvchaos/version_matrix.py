@@ -75,10 +75,11 @@ def explain(change: Change, older: str, newer: str, reasons: tuple[str, str] = (
     if change.verdict == ("skipped", "passed") and (gate := _GATE_MISSING.search(reasons[0])):
         return (f"the test needs {gate.group(1)}, which {older} does not have (first in {gate.group(2)}); "
                 f"it skipped there saying so")
-    race = next((m for m in map(_UPSTREAM_RACE.search, reasons) if m), None)
+    race = next(((version, m) for version, reason in ((older, reasons[0]), (newer, reasons[1]))
+                 if (m := _UPSTREAM_RACE.search(reason))), None)
     if change.verdict_changed and set(change.verdict) == {"skipped", "passed"} and race and not change.messages:
-        where = older if _UPSTREAM_RACE.search(reasons[0]) else newer
-        return (f"kubernetes #{race.group(1)} is a race the test records as an expected failure whenever it "
+        where, found = race
+        return (f"kubernetes #{found.group(1)} is a race the test records as an expected failure whenever it "
                 f"reproduces; it reproduced on {where} in this run and not on the other: one run per version "
                 f"does not tell a fix from timing")
     if change.timings and not change.verdict_changed and not change.messages and all(
