@@ -167,6 +167,9 @@ func requestSummary(req any) map[string]any {
 	if r, ok := req.(interface{ GetParameters() map[string]string }); ok && len(r.GetParameters()) > 0 {
 		m["parameters"] = r.GetParameters()
 	}
+	if r, ok := req.(interface{ GetMutableParameters() map[string]string }); ok && len(r.GetMutableParameters()) > 0 {
+		m["mutable_parameters"] = r.GetMutableParameters()
+	}
 	if r, ok := req.(interface {
 		GetAccessibilityRequirements() *csi.TopologyRequirement
 	}); ok && r.GetAccessibilityRequirements() != nil {
@@ -235,6 +238,9 @@ func responseSummary(resp any) map[string]any {
 		}
 	case *csi.ControllerPublishVolumeResponse:
 		m["publish_context"] = r.GetPublishContext()
+	case *csi.ControllerExpandVolumeResponse:
+		m["capacity_bytes"] = r.GetCapacityBytes()
+		m["node_expansion_required"] = r.GetNodeExpansionRequired()
 	case *csi.GetCapacityResponse:
 		m["available_capacity"] = r.GetAvailableCapacity()
 		if r.GetMaximumVolumeSize() != nil {

@@ -117,6 +117,8 @@ var controllerCaps = []csi.ControllerServiceCapability_RPC_Type{
 	csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
 	csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
 	csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
+	csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
+	csi.ControllerServiceCapability_RPC_MODIFY_VOLUME,
 }
 
 var snapshotCaps = map[csi.ControllerServiceCapability_RPC_Type]bool{
@@ -126,7 +128,8 @@ var snapshotCaps = map[csi.ControllerServiceCapability_RPC_Type]bool{
 }
 
 // ControllerGetCapabilities advertises what this file's siblings implement: snapshots and
-// clones (controller_snapshot.go, controller_source.go), no GetSnapshot, no expansion.
+// clones (controller_snapshot.go, controller_source.go), expansion and modification
+// (controller_expand.go), no GetSnapshot.
 func (c *Controller) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	out := &csi.ControllerGetCapabilitiesResponse{}
 	for _, t := range controllerCaps {

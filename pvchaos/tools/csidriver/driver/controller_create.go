@@ -59,6 +59,9 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	}
 	requisite := segments(req.GetAccessibilityRequirements().GetRequisite(), c.cfg.NodeKey)
 	preferred := segments(req.GetAccessibilityRequirements().GetPreferred(), c.cfg.NodeKey)
+	if why := CheckMutable(req.GetMutableParameters()); why != "" {
+		return nil, status.Errorf(codes.InvalidArgument, "volume %q: %s", name, why)
+	}
 	source := req.GetVolumeContentSource()
 	if source != nil && c.cfg.NoSnapshots {
 		return nil, status.Errorf(codes.InvalidArgument, "volume %q: volume_content_source is not supported (--snapshots=false: no snapshots, no clones)", name)
@@ -129,6 +132,7 @@ func (c *Controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		ID: newVolumeID(), Name: name, CapacityBytes: size, Mode: params.Mode, Zone: place.Zone, Node: place.Node,
 		Parameters: params.Stored, AccessModes: accessModeNames(req.GetVolumeCapabilities()),
 		Created: time.Now().UTC().Truncate(time.Millisecond), SourceSnapshot: from.snapshot, SourceVolume: from.volume,
+		Mutable: maps.Clone(req.GetMutableParameters()),
 	}
 	if c.cfg.DataRoot != "" && v.Mode == ModeZone && v.Zone != "" {
 		// The kind backend mounts <data-root>/zones/<zone> into every node of the zone as

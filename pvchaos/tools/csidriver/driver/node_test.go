@@ -7,6 +7,7 @@ package driver
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,6 +150,15 @@ func TestNodeBlockPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Close()
+	// growing: the backing file and the device the pod has both take the new size
+	grow := &csi.NodeExpandVolumeRequest{VolumeId: "v1", VolumePath: target, VolumeCapability: blockCap(snw),
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 8 << 20}}
+	if got, err := n.NodeExpandVolume(ctx, grow); err != nil || got.GetCapacityBytes() != 8<<20 {
+		t.Fatalf("NodeExpandVolume: %v %v", got, err)
+	}
+	if size := deviceSize(t, target); size != 8<<20 {
+		t.Fatalf("the pod's device is %d bytes after growing to 8Mi", size)
+	}
 	if err := n.unpublish(ctx, second); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +184,7 @@ func TestNodeBlockPublish(t *testing.T) {
 		t.Fatalf("loop device %q still over %s after unstage (%v)", still, file, err)
 	}
 	data, err := os.ReadFile(file)
-	if err != nil || int64(len(data)) != 4*Mi || string(data[512:525]) != "pvchaos-block" {
+	if err != nil || int64(len(data)) != 8*Mi || string(data[512:525]) != "pvchaos-block" { // grown above
 		t.Fatalf("the backing file does not hold what was written to the device: %d bytes, %v", len(data), err)
 	}
 }
@@ -339,4 +349,17 @@ func TestEnsureBackingKeepsAnExistingRootsMode(t *testing.T) {
 	if st, _ := os.Stat(root); st.Mode()&os.ModeSetgid == 0 {
 		t.Fatalf("staging again reset the root to %v: the setgid bit of the fsGroup walk is gone", st.Mode())
 	}
+}
+
+func deviceSize(t *testing.T, path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return size
 }

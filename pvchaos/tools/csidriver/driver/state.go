@@ -36,6 +36,8 @@ type Volume struct {
 	// The volume_content_source it was made from (at most one of the two): a restore or a clone.
 	SourceSnapshot string `json:"source_snapshot,omitempty"`
 	SourceVolume   string `json:"source_volume,omitempty"`
+	// The mutable parameters (a VolumeAttributesClass's) it was created or last modified with.
+	Mutable map[string]string `json:"mutable_parameters,omitempty"`
 }
 
 // Placement of the volume.
