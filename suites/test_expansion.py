@@ -5,12 +5,12 @@ allowVolumeExpansion cannot grow (kube-apiserver's PersistentVolumeClaimResize a
 "only dynamically provisioned pvc can be resized and the storageclass that provisions the
 pvc must support resize"), and the claim keeps its request and its volume.
 
-The rest is the driver's csi-resizer sidecar: kube-controller-manager's expand controller
-hands a grown CSI claim to it (ControllerExpandVolume, then the kubelet's NodeExpandVolume
-where the driver asks for it), and a changed volumeAttributesClassName goes to it as
-ControllerModifyVolume. Upstream's external-resizer is the one sidecar this machine's Go
-module proxy does not serve, so on pvchaos-csi's stack those tests skip naming it; a
-vendor package that ships csi-resizer (certify) runs them (docs/csi-driver.md).
+The rest is the driver's csi-resizer sidecar (upstream's external-resizer): it sees a
+grown CSI claim itself (ControllerExpandVolume, then the kubelet's NodeExpandVolume where
+the driver asks for it), and a changed volumeAttributesClassName goes to it as
+ControllerModifyVolume. pvchaos-csi's stack runs external-resizer v2.3.0 on both
+backends; a vendor package runs these tests when it ships csi-resizer (certify), and
+otherwise they show "not supported" (docs/csi-driver.md).
 """
 
 from __future__ import annotations

@@ -70,10 +70,9 @@ class Capability(StrEnum):
     SNAPSHOTS = "snapshots"
     # a claim whose dataSource is another claim is a clone (the driver's CLONE_VOLUME)
     CLONES = "clones"
-    # a bound claim's request can grow: kube-controller-manager's expand controller hands a
-    # CSI volume to the driver's csi-resizer sidecar (ControllerExpandVolume; the kubelet's
-    # NodeExpandVolume on real nodes). Upstream's external-resizer is not served by this
-    # machine's Go module proxy, so only a vendor package that ships csi-resizer has it
+    # a bound claim's request can grow: the driver's csi-resizer sidecar (upstream's
+    # external-resizer) calls ControllerExpandVolume, then the kubelet NodeExpandVolume where
+    # the driver asks for it. pvchaos-csi's stack runs one; a vendor package must ship one
     EXPANSION = "expansion"
     # a bound claim's volumeAttributesClassName can change: csi-resizer's ControllerModifyVolume
     # (VolumeAttributesClass, GA in 1.34); the same sidecar as expansion

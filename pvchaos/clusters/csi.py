@@ -1,5 +1,6 @@
 """Real CSI in the loop, host side: our driver's controller service and upstream's
-external-provisioner and external-attacher, as processes against a cluster's kubeconfig.
+external-provisioner, external-attacher and external-resizer, as processes against a
+cluster's kubeconfig.
 
 Why: a test double decides rescheduling, retries and event texts itself; with upstream's
 sidecars those are upstream's, which is what the suites mean to assert. Shared by the
@@ -51,10 +52,13 @@ TOPOLOGY_KEYS = (ZONE_KEY, HOSTNAME_KEY)
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 CONTROLLER, PROVISIONER, ATTACHER = "csi-controller", "csi-provisioner", "csi-attacher"
+# upstream's external-resizer: grows volumes (ControllerExpandVolume) and moves them to
+# another VolumeAttributesClass (ControllerModifyVolume)
+RESIZER = "csi-resizer"
 # upstream's external-snapshotter: the sidecar on the driver's socket, and the cluster-wide
 # controller that binds VolumeSnapshots to contents (one per cluster, as upstream deploys it)
 SNAPSHOTTER, SNAPSHOT_CONTROLLER = "csi-snapshotter", "snapshot-controller"
-COMPONENTS = (CONTROLLER, PROVISIONER, ATTACHER, SNAPSHOTTER, SNAPSHOT_CONTROLLER)
+COMPONENTS = (CONTROLLER, PROVISIONER, ATTACHER, RESIZER, SNAPSHOTTER, SNAPSHOT_CONTROLLER)
 PROXY = "csi-proxy"  # between the sidecars and the controller; not a component a test restarts
 CAPACITY_NAMESPACE = "kube-system"  # where CSIStorageCapacity objects go (the sidecar's NAMESPACE)
 START_TIMEOUT = 60.0
@@ -77,14 +81,6 @@ API_QPS, API_BURST = 100, 200
 
 Starter = Callable[[str, list[str], dict[str, str] | None], subprocess.Popen[bytes]]
 
-
-# Why pvchaos-csi's stack cannot expand or modify volumes: upstream's external-resizer
-# (github.com/kubernetes-csi/external-resizer) is the one sidecar the Go module proxy here
-# does not serve (docs/csi-driver.md). A skip says so; a vendor package that ships csi-resizer
-# runs the expansion suite.
-_RESIZER_MISSING = ("upstream's external-resizer (csi-resizer), which pvchaos-csi's stack needs for it, is not served "
-                    "by this machine's Go module proxy; a vendor package that ships csi-resizer runs these tests")
-NO_RESIZER: dict[str, str] = {"expansion": _RESIZER_MISSING, "modify-volume": _RESIZER_MISSING}
 
 # why a pvchaos-csi cluster asked for attachRequired false lacks `attach` (both backends' skip reason)
 NO_ATTACH_ASKED = f"driver {DRIVER_NAME}'s CSIDriver sets attachRequired false (asked for)"
@@ -146,6 +142,10 @@ class CsiOptions:
     # claims inline-ephemeral: the kubelet refuses every inline volume of the driver
     # (FailedMount 'volume mode "Ephemeral" not supported'; only the self-checks turn it on)
     fault_no_inline: bool = False
+    # csi-resizer --feature-gates=VolumeAttributesClass=false: a resizer deployed without its
+    # modify controller, while the cluster still claims modify-volume (a claim's new
+    # VolumeAttributesClass then never reaches the driver; only the self-checks turn it on)
+    fault_resizer_no_modify: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:
@@ -263,6 +263,17 @@ def snapshot_controller_args(binary: Path, kubeconfig: Path) -> list[str]:
             f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}", "--v=4"]
 
 
+def resizer_args(binary: Path, paths: CsiPaths, kubeconfig: Path, options: CsiOptions | None = None) -> list[str]:
+    """csi-resizer on the proxy's socket. Its VolumeAttributesClass gate is GA and on, so
+    it is left to the resizer's own discovery check unless a self-check turns it off."""
+    gate = (["--feature-gates=VolumeAttributesClass=false"]
+            if options is not None and options.fault_resizer_no_modify else [])
+    return [str(binary), f"--csi-address={paths.socket}", f"--kubeconfig={kubeconfig}", "--leader-election=false",
+            f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
+            f"--retry-interval-max={RETRY_MAX}", f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",
+            *gate, "--v=4"]
+
+
 def attacher_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[str]:
     return [str(binary), f"--csi-address={paths.socket}", f"--kubeconfig={kubeconfig}", "--leader-election=false",
             f"--timeout={OPERATION_TIMEOUT}", f"--retry-interval-start={RETRY_START}",
@@ -275,6 +286,9 @@ def attacher_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[str]:
 LIFECYCLE_MODES = ("Persistent", "Ephemeral")
 # pvchaos-csi's inline volume attribute: a size the node's free space must hold (ephemeral.go)
 INLINE_SIZE_ATTRIBUTE = "pvchaos.dev/size"
+# pvchaos-csi's one mutable parameter (a VolumeAttributesClass's; controller_expand.go), and
+# the values it takes: anything else is INVALID_ARGUMENT at ControllerModifyVolume
+MUTABLE_TIER_PARAMETER, MUTABLE_TIERS = "pvchaos.dev/tier", ("standard", "fast")
 
 
 def csi_driver_object(options: CsiOptions) -> dict[str, Any]:
@@ -317,10 +331,12 @@ def node_annotations(node: str) -> dict[str, str]:
             ATTACH_DETACH_ANNOTATION: "true"}
 
 
-def description(options: CsiOptions, provisioner_version: str, attacher_version: str) -> dict[str, str]:
+def description(options: CsiOptions, provisioner_version: str, attacher_version: str,
+                resizer_version: str) -> dict[str, str]:
     """Rows for the cluster's description (the Allure environment)."""
     return {"provisioner": f"{DRIVER_NAME} (pvchaos-csi) via external-provisioner {provisioner_version}",
             "external-attacher": attacher_version,
+            "external-resizer": resizer_version,
             "csi options": (f"strict-topology={options.strict_topology}, immediate-topology={options.immediate_topology}, "
                             f"capacity-tracking={options.capacity_tracking}, "
                             f"max-volumes-per-node={options.max_volumes_per_node}"),
@@ -352,9 +368,11 @@ def _log_says(path: Path, text: str) -> bool | None:
 
 
 # What each component's log says once it serves: the provisioner library's
-# "Started provisioner controller" and the attacher's "Starting CSI attacher" (both
-# after the sidecar probed the driver and read its capabilities).
+# "Started provisioner controller", the attacher's "Starting CSI attacher" and the
+# resizer's "Starting external resizer" (each after the sidecar probed the driver and read
+# its capabilities).
 READY_LOG = {PROVISIONER: "Started provisioner controller", ATTACHER: "Starting CSI attacher",
+             RESIZER: "Starting external resizer",
              SNAPSHOTTER: "Starting CSI snapshotter", SNAPSHOT_CONTROLLER: "Starting snapshot controller"}
 
 
@@ -380,6 +398,7 @@ class CsiBinaries:
     driver: Path
     provisioner: Path
     attacher: Path
+    resizer: Path
     # external-snapshotter's two components and the VolumeSnapshot CRD files; None: a
     # cluster without snapshots (spawn_snapshots then starts nothing)
     snapshotter: Path | None = None
@@ -393,8 +412,8 @@ class CsiBinaries:
 
 def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, options: CsiOptions, start: Starter,
                 data_root: Path | None = None) -> dict[str, subprocess.Popen[bytes]]:
-    """Start the controller service, the fault proxy and both sidecars without waiting (a sidecar waits
-    for the driver's socket itself); `await_stack` then waits for all three.
+    """Start the controller service, the fault proxy and the three sidecars without waiting (a
+    sidecar waits for the driver's socket itself); `await_stack` then waits for all of them.
 
     `start(component, argv, env)` must record the process where the backend's teardown
     finds it (the local registry, or a ProcessBook); `data_root` is where the driver keeps
@@ -405,7 +424,8 @@ def spawn_stack(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, option
     return {CONTROLLER: start(CONTROLLER, controller_args(binaries.driver, paths, data_root, options), None),
             PROXY: start(PROXY, proxy_args(binaries.driver, paths, options), None),
             PROVISIONER: start(PROVISIONER, provisioner_args(binaries.provisioner, paths, kubeconfig, options), env),
-            ATTACHER: start(ATTACHER, attacher_args(binaries.attacher, paths, kubeconfig), None)}
+            ATTACHER: start(ATTACHER, attacher_args(binaries.attacher, paths, kubeconfig), None),
+            RESIZER: start(RESIZER, resizer_args(binaries.resizer, paths, kubeconfig, options), None)}
 
 
 def spawn_snapshots(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, start: Starter,
@@ -478,7 +498,7 @@ def await_logged(paths: CsiPaths, procs: dict[str, subprocess.Popen[bytes]], tim
     """Until each sidecar or controller among `procs` logs that it started (READY_LOG), and,
     where the stack snapshots (csi-snapshotter among `procs`), until the provisioner logs
     that its orphan sweep runs: the sweep interval the tests' bounds use is then one that runs."""
-    for component in (c for c in (PROVISIONER, ATTACHER, SNAPSHOTTER, SNAPSHOT_CONTROLLER) if c in procs):
+    for component in (c for c in (PROVISIONER, ATTACHER, RESIZER, SNAPSHOTTER, SNAPSHOT_CONTROLLER) if c in procs):
         log = paths.log(component)
         _await(component, procs[component], log, lambda log=log, c=component: _log_says(log, READY_LOG[c]),  # type: ignore[misc]
                timeout)

@@ -68,7 +68,7 @@ from pvchaos.kube.errors import ConditionNotReached
 from pvchaos.kube.wait import wait_for
 from pvchaos.tools.binary_image import binary_image
 from pvchaos.tools.build import BuildError, cache_root, ensure_binaries
-from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
+from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, RESIZER, ensure_csi_sidecars
 from pvchaos.tools.csi_snapshotter import SNAPSHOTTER_VERSION, ensure_snapshot_components
 from pvchaos.tools.docker_engine import Engine, EngineError, docker, ensure_engine, last_line, stop_engine, thaw_containers
 from pvchaos.tools.nodeimage.build import build_node_image, ensure_kind
@@ -646,7 +646,7 @@ class KindBackend:
             sidecars = ensure_csi_sidecars()
             snapshots = ensure_snapshot_components()
             self._csi_bins = csi.CsiBinaries(ensure_csi_driver(), sidecars.provisioner, sidecars.attacher,
-                                             snapshots.snapshotter, snapshots.controller, snapshots.crds)
+                                             sidecars.resizer, snapshots.snapshotter, snapshots.controller, snapshots.crds)
         return self._csi_bins
 
     def _create_network(self) -> None:
@@ -955,7 +955,7 @@ class KindBackend:
         if not self.runs_csi:
             return {"provisioner": f"test double pvchaos-provisioner ({ZONAL_PROVISIONER}, {LOCAL_PROVISIONER}; "
                                    f"hostPath under {HOSTPATH_VOLUME_ROOT})"}
-        return {**csi.description(self.csi_options, PROVISIONER.version, ATTACHER.version),
+        return {**csi.description(self.csi_options, PROVISIONER.version, ATTACHER.version, RESIZER.version),
                 "external-snapshotter": f"{SNAPSHOTTER_VERSION} (csi-snapshotter, snapshot-controller)",
                 "csi volumes": f"zonal: per-zone host directory mounted at {kind_csi.NODE_ZONE_DIR} in that zone's "
                                f"workers; node-local: {kind_csi.NODE_DATA_ROOT}/local in the node"}
@@ -989,7 +989,8 @@ class KindBackend:
             caps.add(Capability.PROVISIONING_FAILURES)
             if self.runs_csi:  # block: pvchaos-csi's loop devices (the test double's hostPath has none)
                 caps |= {Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.SNAPSHOTS,
-                         Capability.CLONES, Capability.BLOCK, Capability.INLINE_EPHEMERAL}
+                         Capability.CLONES, Capability.BLOCK, Capability.INLINE_EPHEMERAL,
+                         Capability.EXPANSION, Capability.MODIFY_VOLUME}
                 if self.csi_options.attach_required:
                     caps.add(Capability.ATTACH)
         if dict(self.config().get("featureGates", {})).get(MUTABLE_PV_GATE):
@@ -1072,7 +1073,7 @@ class KindProvider:
                         hooks: ProvideHooks) -> dict[str, str]:
         backend = KindBackend.for_request(request, defaults, cluster="pvchaos")
         if backend.vendor is None:
-            own = dict(csi.NO_RESIZER)
+            own: dict[str, str] = {}
             if backend.runs_csi and not backend.csi_options.attach_required:
                 own[Capability.ATTACH] = csi.NO_ATTACH_ASKED
             return own

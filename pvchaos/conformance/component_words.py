@@ -21,7 +21,8 @@ from pvchaos.conformance.types import KubeObject, dig
 PROVISIONING_FAILED = "ProvisioningFailed"
 # The harness's CSI components (pvchaos/clusters/csi.py COMPONENTS) and what each does.
 ROLES = {"csi-controller": "driver controller service (pvchaos-csi)",
-         "csi-provisioner": "external-provisioner", "csi-attacher": "external-attacher"}
+         "csi-provisioner": "external-provisioner", "csi-attacher": "external-attacher",
+         "csi-resizer": "external-resizer"}
 
 
 def _source(event: KubeObject) -> str:

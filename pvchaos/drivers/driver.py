@@ -27,6 +27,7 @@ import yaml
 
 from pvchaos.clusters.backend import Capability, CapabilityMissing, ClusterHandle
 from pvchaos.clusters.csi import DRIVER_NAME, INLINE_SIZE_ATTRIBUTE, TOPOLOGY_PARAMETER
+from pvchaos.clusters.csi import MUTABLE_TIER_PARAMETER as _TIER
 from pvchaos.drivers.profile import DriverProfile, effective_capabilities, missing_reason
 from pvchaos.kube import builders as b
 from pvchaos.kube import kinds
@@ -80,9 +81,6 @@ class Driver(Protocol):
         claim, no PV), with the attributes the driver wants; put it in a pod with
         `b.pod(..., inline=[...])`."""
         ...
-
-
-_NO_RESIZER_HERE = "no VolumeAttributesClass: pvchaos-csi's stack runs no csi-resizer (not served here)"
 
 
 def _snapshot_class(name: str, base: Obj) -> Obj:
@@ -152,7 +150,13 @@ class HarnessDriver:
         return _snapshot_class(name, {"driver": self.cluster.zonal_class_provisioner})
 
     def volume_attributes_class(self, name: str) -> Obj:
-        raise DriverError(f"driver {self.name}: {_NO_RESIZER_HERE}")
+        """pvchaos-csi's class of attributes: the fast tier (its one mutable parameter)."""
+        if not self.cluster.zonal_class_provisioner:
+            raise DriverError(f"backend {self.cluster.backend} has no provisioner (no modify-volume)")
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+                "metadata": {"name": name, "labels": {}}, "driverName": self.cluster.zonal_class_provisioner,
+                "parameters": {_TIER: "fast"}}
+
     def inline_volume(self, number: int = 0) -> Obj:
         """pvchaos-csi's inline volume asks for a size (the node checks its free space for it)."""
         if Capability.INLINE_EPHEMERAL not in self.cluster.capabilities or not self.cluster.zonal_class_provisioner:

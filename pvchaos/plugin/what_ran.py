@@ -23,7 +23,7 @@ from pvchaos.kube.client import Kube
 PREFIX = "pvchaos-ran-"  # <alluredir>/pvchaos-ran-<cluster>.json; Allure ignores such files
 # Description rows of a cluster that say what provisioned its volumes (clusters/csi.py
 # `description`, or the test double's): shown in the report's environment as well.
-STORAGE_KEYS = ("provisioner", "external-attacher", "csi options", "csi volume limit", "csi capacity",
+STORAGE_KEYS = ("provisioner", "external-attacher", "external-resizer", "csi options", "csi volume limit", "csi capacity",
                 "csi retry interval")
 _recorded: set[str] = set()
 

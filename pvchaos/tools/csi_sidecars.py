@@ -1,4 +1,5 @@
-"""Build upstream's CSI sidecars (external-provisioner, external-attacher), cached per version.
+"""Build upstream's CSI sidecars (external-provisioner, external-attacher, external-resizer),
+cached per version.
 
 Dynamic volumes come from upstream's own controllers talking to our CSI driver, so the
 provisioning behaviour under test (rescheduling, retries, events) is upstream's, not a
@@ -55,7 +56,10 @@ PROVISIONER = Sidecar("csi-provisioner", "github.com/kubernetes-csi/external-pro
                       "./cmd/csi-provisioner")
 ATTACHER = Sidecar("csi-attacher", "github.com/kubernetes-csi/external-attacher/v4", "v4.13.0",
                    "./cmd/csi-attacher")
-SIDECARS = (PROVISIONER, ATTACHER)
+# external-resizer moved to a /v2 module path at v2.0.0; the old path is not served here
+# (which is why earlier rounds found "no resizer"), the /v2 one is
+RESIZER = Sidecar("csi-resizer", "github.com/kubernetes-csi/external-resizer/v2", "v2.3.0", "./cmd/csi-resizer")
+SIDECARS = (PROVISIONER, ATTACHER, RESIZER)
 
 
 @dataclass(frozen=True)
@@ -64,8 +68,10 @@ class SidecarBinaries:
 
     provisioner: Path
     attacher: Path
+    resizer: Path
     provisioner_version: str = PROVISIONER.version
     attacher_version: str = ATTACHER.version
+    resizer_version: str = RESIZER.version
 
 
 def module_dir(module: str, version: str, log: Path, what: str) -> Path:
@@ -121,9 +127,9 @@ def build_sidecar(sidecar: Sidecar) -> Path:
 
 
 def ensure_csi_sidecars() -> SidecarBinaries:
-    """The cached sidecars, building whatever is missing under the one build lock, both at
+    """The cached sidecars, building whatever is missing under the one build lock, all at
     once (build_at_once)."""
     if not all(s.target.exists() for s in SIDECARS):  # installs are atomic: present means complete
         with _build_lock():
             build_at_once([partial(build_sidecar, s) for s in SIDECARS if not s.target.exists()])
-    return SidecarBinaries(provisioner=PROVISIONER.target, attacher=ATTACHER.target)
+    return SidecarBinaries(provisioner=PROVISIONER.target, attacher=ATTACHER.target, resizer=RESIZER.target)

@@ -142,7 +142,7 @@ def test_a_sidecar_that_cannot_start_fails_the_start_in_one_line_and_nothing_sta
     broken.write_text("#!/bin/sh\necho 'F1204 cannot reach the CSI socket' >&2\nexit 3\n")
     broken.chmod(0o755)
     bins = local.csi_binaries
-    local._csi_binaries = csi.CsiBinaries(bins.driver, bins.provisioner, broken)
+    local._csi_binaries = csi.CsiBinaries(bins.driver, bins.provisioner, broken, bins.resizer)
     with pytest.raises(ClusterError) as err:
         local.up()
     text = str(err.value)

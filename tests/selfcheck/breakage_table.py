@@ -32,7 +32,7 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "no-reschedule", "wrong-zone", "no-copies", "no-resize-admission", "no-mount",
                                    "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file",
                                    "no-inline", "pv-affinity-denied", "pv-affinity-defaulted",
-                                   "attach-anyway")},
+                                   "attach-anyway", "resizer", "resizer-no-modify")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table", "wrong-kubelet-table",
                                    "wrong-fs-group-change-table")},
 }
@@ -71,9 +71,6 @@ SN = "test_snapshots"
 BV = "test_block_volumes"
 _NO_SNAPSHOTS = ("a driver that advertises no CREATE_DELETE_SNAPSHOT, with no csi-snapshotter: the VolumeSnapshot "
                  "never becomes readyToUse")
-_NO_RESIZER = ("never runs here: it needs a csi-resizer, and upstream's external-resizer is not served by this "
-               "machine's Go module proxy, so no cluster here has one (it runs for a vendor package that ships "
-               "csi-resizer); the breakage would be kube-controller-manager without its expand controller")
 _INERT = "the CSI fault proxy ignoring its rules: the injected fault never happens, and the test sees that"
 IE = "test_inline_ephemeral"
 _KIND_NO_INLINE = ("a CSIDriver that lists the Persistent lifecycle mode only: the kubelet refuses the inline volume, "
@@ -298,8 +295,14 @@ TABLE: dict[str, Entry] = {
     "test_expansion::test_a_claim_of_a_class_without_expansion_cannot_grow": _e(
         "no-resize-admission", "PersistentVolumeClaimResize admission is what refuses to grow a claim of a class "
                                "without allowVolumeExpansion; validation alone accepts it"),
-    "test_expansion::test_a_bound_claim_grows_with_its_volume": _none(_NO_RESIZER),
-    "test_expansion::test_a_bound_claim_takes_a_volume_attributes_class": _none(_NO_RESIZER),
+    "test_expansion::test_a_bound_claim_grows_with_its_volume": _e(
+        "resizer", "the external-resizer alone calls ControllerExpandVolume and grows the PV: for a CSI volume that is "
+                   "not migrated it needs nothing from kube-controller-manager (it matches the PV's spec.csi.driver, "
+                   "external-resizer v2.3.0 CanSupport)"),
+    "test_expansion::test_a_bound_claim_takes_a_volume_attributes_class": _e(
+        "resizer-no-modify", "the external-resizer's modify controller alone calls ControllerModifyVolume and sets the "
+                             "claim's currentVolumeAttributesClassName; a resizer without its VolumeAttributesClass "
+                             "gate still grows volumes and leaves the claim's class unapplied"),
     "test_volume_stress::test_pods_with_volumes_on_one_node": _e(
         "provisioner", "the provisioner creates every volume the pods wait for, and deletes each one after its claim"),
 }

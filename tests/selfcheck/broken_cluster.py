@@ -27,6 +27,13 @@ Breakages (what a real cluster gets wrong, made on purpose):
   tests skip ("backend local: no dynamic-zonal"), which proves nothing.
 - `attacher`: the external-attacher is stopped right after the cluster starts (the
   cluster still declares `attach`): VolumeAttachments are made and never answered;
+- `resizer`: the external-resizer is stopped right after the cluster starts (the cluster
+  still declares `expansion` and `modify-volume`): a grown claim's PV keeps its size and a
+  new VolumeAttributesClass never reaches the driver;
+- `resizer-no-modify`: the external-resizer runs with
+  `--feature-gates=VolumeAttributesClass=false`, as a deployment that turned the gate off
+  would: it still grows volumes, but starts no modify controller, so a claim's new
+  VolumeAttributesClass is never applied (the cluster still declares `modify-volume`);
 - `csinode-no-topology`: every CSINode is rewritten right after start with the driver but
   no topology keys, as a node plugin that registers without any would leave it (topology
   keys of a CSINode driver are immutable, so the object is replaced): the
@@ -115,7 +122,8 @@ Breakages (what a real cluster gets wrong, made on purpose):
 On kind (KIND_BREAKAGES): `pv-binder`, `pod-gc`, `attach-detach` (kubeadm's
 `--controllers=*,bootstrapsigner,tokencleaner,-<controller>`), `zone-threshold`, the CSI
 stack's `csi-no-topology`, `wrong-zone`, `no-copies`, `csi-proxy-inert` (the nodes' proxy
-units too), `no-capacity-tracking`, `gate-on`, and the three kind-only ones above. The
+units too), `no-capacity-tracking`, `gate-on`, `no-inline`, `attach-anyway`, `resizer-no-modify`, and
+the kind-only ones above. The
 others need the local backend's process control (a scheduler config, a stopped host
 process at start, a restarted apiserver, the test double, an in-place upgrade).
 
@@ -158,6 +166,8 @@ BREAKAGES: dict[str, str] = {
     "pv-binder": f"kube-controller-manager without {PV_BINDER}",
     "provisioner": "external-provisioner (or the test double) stopped after cluster start",
     "attacher": "external-attacher stopped after cluster start",
+    "resizer": "external-resizer stopped after cluster start",
+    "resizer-no-modify": "external-resizer with --feature-gates=VolumeAttributesClass=false: no modify controller",
     "csinode-no-topology": "CSINodes without the driver's topology keys (a node plugin registered without them)",
     "nodeaffinity": "kube-scheduler without the NodeAffinity plugin",
     "noderesourcesfit": "kube-scheduler without the NodeResourcesFit plugin",
@@ -191,7 +201,8 @@ BREAKAGES: dict[str, str] = {
 # real kubelets: refused on local
 KIND_ONLY = ("no-mount", "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file")
 KIND_BREAKAGES = ("pv-binder", "pod-gc", "attach-detach", "zone-threshold", "csi-no-topology", "wrong-zone", "no-copies",
-                  "csi-proxy-inert", "no-capacity-tracking", "gate-on", "no-inline", "attach-anyway", *KIND_ONLY)
+                  "csi-proxy-inert", "no-capacity-tracking", "gate-on", "no-inline", "attach-anyway", "resizer-no-modify",
+                  *KIND_ONLY)
 # kubeadm's own --controllers for kube-controller-manager: the bootstrap signer and token
 # cleaner are off by default and kubeadm's join needs the signer; extraArgs replace the value
 KUBEADM_CONTROLLERS = "*,bootstrapsigner,tokencleaner"
@@ -244,7 +255,7 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
 
 
 _CSI = ("csi-no-topology", "wrong-zone", "no-copies", "csi-proxy-inert", "no-capacity-tracking", "no-mount",
-        "fsgroup-ignored", "block-file", "fs-group-policy-file", "no-inline", "attach-anyway")
+        "fsgroup-ignored", "block-file", "fs-group-policy-file", "no-inline", "attach-anyway", "resizer-no-modify")
 
 
 def break_csi(options: CsiOptions, what: str) -> CsiOptions:
@@ -254,7 +265,8 @@ def break_csi(options: CsiOptions, what: str) -> CsiOptions:
               "no-capacity-tracking": {"capacity_tracking": False}, "no-mount": {"fault_no_mount": True},
               "fsgroup-ignored": {"fault_ignore_mount_group": True}, "block-file": {"fault_block_file": True},
               "fs-group-policy-file": {"fs_group_policy": "File"}, "no-inline": {"fault_no_inline": True},
-              "attach-anyway": {"fault_attach_anyway": True}}[what]
+              "attach-anyway": {"fault_attach_anyway": True},
+              "resizer-no-modify": {"fault_resizer_no_modify": True}}[what]
     return replace(options, **switch)
 
 
@@ -470,6 +482,8 @@ def pytest_pvchaos_cluster_started(config: pytest.Config, local: LocalCluster, h
         local.stop_component("csi-provisioner" if local.cfg.runs_csi else "provisioner")
     if what == "attacher" and local.cfg.runs_csi:
         local.stop_component("csi-attacher")
+    if what == "resizer" and local.cfg.runs_csi:
+        local.stop_component("csi-resizer")
     if what == "csinode-no-topology" and local.cfg.runs_csi:
         _csinodes_without_topology(handle)
     if what == "apiserver-gate-off" and handle.feature_gates.get(GATE):

@@ -16,7 +16,8 @@ from pvchaos.kube import builders as b
 from pvchaos.kube.errors import ClusterError
 
 D = Path("/state/c1")
-BINS = csi.CsiBinaries(Path("/bin/pvchaos-csi"), Path("/bin/csi-provisioner"), Path("/bin/csi-attacher"))
+BINS = csi.CsiBinaries(Path("/bin/pvchaos-csi"), Path("/bin/csi-provisioner"), Path("/bin/csi-attacher"),
+                       Path("/bin/csi-resizer"))
 
 
 def test_the_controller_runs_the_drivers_fixed_cli_in_the_clusters_directory() -> None:
@@ -84,10 +85,10 @@ def test_the_csidriver_needs_attach_and_says_whether_capacity_is_tracked() -> No
 
 def test_the_default_driver_has_no_volume_limit_and_the_description_says_so() -> None:
     assert csi.CsiOptions().max_volumes_per_node == 0
-    rows = csi.description(csi.CsiOptions(), "v5", "v4")
+    rows = csi.description(csi.CsiOptions(), "v5", "v4", "v2")
     assert rows["csi volume limit"] == "no volume limit (0: unlimited)"
     assert rows["csi capacity"].startswith("not tracked")
-    limited = csi.description(csi.CsiOptions(max_volumes_per_node=1, capacity_tracking=True), "v5", "v4")
+    limited = csi.description(csi.CsiOptions(max_volumes_per_node=1, capacity_tracking=True), "v5", "v4", "v2")
     assert limited["csi volume limit"] == "1 volume per node"
     assert limited["csi capacity"] == "tracked (CSIStorageCapacity every 2s)"
 
@@ -118,7 +119,9 @@ def test_a_sidecar_that_exits_is_one_line_naming_it_and_its_log_and_nothing_stay
              "s = socket.socket(socket.AF_UNIX); s.bind(addr); s.listen(); time.sleep(60)")
     bins = csi.CsiBinaries(_fake(tmp_path, "driver", serve),
                            _fake(tmp_path, "prov", "import sys; print('F0101 no such flag'); sys.exit(3)"),
-                           _fake(tmp_path, "att", "import time; print('Starting CSI attacher', flush=True); time.sleep(60)"))
+                           _fake(tmp_path, "att", "import time; print('Starting CSI attacher', flush=True); time.sleep(60)"),
+                           _fake(tmp_path, "rsz",
+                                 "import time; print('Starting external resizer', flush=True); time.sleep(60)"))
     paths = csi.paths_for(tmp_path)
     book = csi.ProcessBook(paths, marker=str(tmp_path))
     with pytest.raises(ClusterError) as err:
@@ -128,7 +131,7 @@ def test_a_sidecar_that_exits_is_one_line_naming_it_and_its_log_and_nothing_stay
     assert text.startswith("csi-provisioner exited at start (exit code 3): F0101 no such flag")
     assert text.endswith(f"(log: {paths.log('csi-provisioner')})")
     records = book._load()
-    assert set(records) == {"csi-controller", "csi-proxy", "csi-provisioner", "csi-attacher"}
+    assert set(records) == {"csi-controller", "csi-proxy", "csi-provisioner", "csi-attacher", "csi-resizer"}
     assert not any(is_ours(r, str(tmp_path)) for r in records.values()), "nothing is left running"
 
 
@@ -139,7 +142,9 @@ def test_a_stack_that_starts_is_stopped_by_its_book(tmp_path: Path) -> None:
     bins = csi.CsiBinaries(_fake(tmp_path, "driver", serve),
                            _fake(tmp_path, "prov",
                                  "import time; print('Started provisioner controller', flush=True); time.sleep(60)"),
-                           _fake(tmp_path, "att", "import time; print('Starting CSI attacher', flush=True); time.sleep(60)"))
+                           _fake(tmp_path, "att", "import time; print('Starting CSI attacher', flush=True); time.sleep(60)"),
+                           _fake(tmp_path, "rsz",
+                                 "import time; print('Starting external resizer', flush=True); time.sleep(60)"))
     paths = csi.paths_for(tmp_path)
     book = csi.ProcessBook(paths, marker=str(tmp_path))
     csi.start_stack(paths, tmp_path / "kubeconfig", bins, csi.CsiOptions(), book, timeout=10)
@@ -171,3 +176,21 @@ def test_the_registrar_adds_our_driver_once_and_keeps_the_others() -> None:
     assert registration(both, "joined-1", opts) is None, "already registered: nothing to write"
     line = argv(D / "kubeconfig", opts)
     assert line[1:3] == ["-m", "pvchaos.clusters.local.csi_registrar"] and "--max-volumes-per-node=5" in line
+
+
+def test_the_resizer_dials_the_proxy_and_a_self_check_can_turn_its_modify_controller_off() -> None:
+    paths = csi.paths_for(D)
+    argv = csi.resizer_args(BINS.resizer, paths, Path("/k"))
+    assert argv[:4] == ["/bin/csi-resizer", "--csi-address=/state/c1/csi/c.sock", "--kubeconfig=/k",
+                        "--leader-election=false"]
+    assert not any(a.startswith("--feature-gates") for a in argv), "the resizer's own VolumeAttributesClass check"
+    broken = csi.resizer_args(BINS.resizer, paths, Path("/k"), csi.CsiOptions(fault_resizer_no_modify=True))
+    assert "--feature-gates=VolumeAttributesClass=false" in broken
+    assert csi.description(csi.CsiOptions(), "v6", "v4", "v2.3.0")["external-resizer"] == "v2.3.0"
+
+
+def test_the_mutable_parameter_is_the_drivers_own() -> None:
+    """The Go driver refuses any other key or value (controller_expand.go): the two must agree."""
+    source = (Path(csi.__file__).parents[1] / "tools" / "csidriver" / "driver" / "controller_expand.go").read_text()
+    assert f'MutableTier = "{csi.MUTABLE_TIER_PARAMETER}"' in source
+    assert all(f'"{tier}": true' in source for tier in csi.MUTABLE_TIERS)

@@ -68,7 +68,8 @@ def test_the_snapshot_components_flags() -> None:
 
 
 def test_binaries_without_the_snapshot_components_start_none() -> None:
-    bins = csi.CsiBinaries(Path("/bin/pvchaos-csi"), Path("/bin/csi-provisioner"), Path("/bin/csi-attacher"))
+    bins = csi.CsiBinaries(Path("/bin/pvchaos-csi"), Path("/bin/csi-provisioner"), Path("/bin/csi-attacher"),
+                          Path("/bin/csi-resizer"))
     assert not bins.snapshots
     assert csi.spawn_snapshots(csi.paths_for(D), D / "kubeconfig", bins, lambda *a: pytest.fail("started")) == {}
 

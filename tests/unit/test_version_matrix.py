@@ -128,7 +128,7 @@ def test_a_skip_on_1_34_names_the_missing_gate() -> None:
     assert old["mutable-pv-affinity"] == "Kubernetes v1.34.4 has no MutablePVNodeAffinity gate; it is first in 1.35"
     off = missing_details(LocalClusterConfig(name="a", feature_gates={"MutablePVNodeAffinity": False}))
     assert off["mutable-pv-affinity"] == "feature gate MutablePVNodeAffinity is off"
-    assert set(missing_details(LocalClusterConfig(name="a"))) == {"expansion", "modify-volume"}  # no resizer here
+    assert missing_details(LocalClusterConfig(name="a")) == {}  # the stack runs a csi-resizer
 
 
 def test_a_prerelease_sorts_after_the_minor_before_it_and_before_its_release() -> None:

@@ -72,7 +72,7 @@ from pvchaos.kube.client import Kube, connect
 from pvchaos.kube.naming import OWNED_LABEL
 from pvchaos.kube.poll import PollTimeout, poll_until
 from pvchaos.tools.build import Binaries, BuildError, cache_root, ensure_binaries
-from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars
+from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, RESIZER, ensure_csi_sidecars
 from pvchaos.tools.csi_snapshotter import SNAPSHOTTER_VERSION, ensure_snapshot_components
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
@@ -181,7 +181,8 @@ class LocalCluster:
                 sidecars = ensure_csi_sidecars()
                 snapshots = ensure_snapshot_components()
                 self._csi_binaries = csi.CsiBinaries(ensure_csi_driver(), sidecars.provisioner, sidecars.attacher,
-                                                     snapshots.snapshotter, snapshots.controller, snapshots.crds)
+                                                     sidecars.resizer, snapshots.snapshotter, snapshots.controller,
+                                                     snapshots.crds)
             except BuildError as exc:
                 raise ClusterError(str(exc)) from None
         return self._csi_binaries
@@ -444,7 +445,7 @@ class LocalCluster:
     def _provisioner_description(self) -> dict[str, str]:
         """Which provisioner ran, and the sidecar versions when it was CSI."""
         if self.cfg.runs_csi:
-            return {**csi.description(self.cfg.csi, PROVISIONER.version, ATTACHER.version),
+            return {**csi.description(self.cfg.csi, PROVISIONER.version, ATTACHER.version, RESIZER.version),
                     "external-snapshotter": f"{SNAPSHOTTER_VERSION} (csi-snapshotter, snapshot-controller)"}
         if self.cfg.runs_test_double:
             return {"provisioner": f"test double pvchaos-provisioner ({ZONAL_PROVISIONER}, {LOCAL_PROVISIONER})"}
@@ -620,7 +621,8 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
         caps |= {Capability.DYNAMIC_ZONAL, Capability.DYNAMIC_LOCAL, Capability.PROVISIONING_FAILURES}
     if cfg.runs_csi:
         caps |= {Capability.HARNESS_DRIVER, Capability.CSI_PROXY, Capability.NODE_JOIN,
-                 Capability.SNAPSHOTS, Capability.CLONES, Capability.INLINE_EPHEMERAL}
+                 Capability.SNAPSHOTS, Capability.CLONES, Capability.INLINE_EPHEMERAL, Capability.EXPANSION,
+                 Capability.MODIFY_VOLUME}
         if cfg.csi.attach_required:
             caps.add(Capability.ATTACH)
     if cfg.effective_gates().get(flags.MUTABLE_PV_GATE):
@@ -631,7 +633,7 @@ def local_capabilities(cfg: LocalClusterConfig) -> frozenset[Capability]:
 def missing_details(cfg: LocalClusterConfig) -> dict[str, str]:
     """Why a local cluster of this configuration lacks a capability, where a version or a
     setting explains it (a skip then says so, not just "no mutable-pv-affinity")."""
-    details: dict[str, str] = dict(csi.NO_RESIZER) if cfg.runs_csi else {}
+    details: dict[str, str] = {}
     if cfg.runs_csi and not cfg.csi.attach_required:
         details[Capability.ATTACH] = csi.NO_ATTACH_ASKED
     first = flags.GATE_FIRST_MINOR[flags.MUTABLE_PV_GATE]
