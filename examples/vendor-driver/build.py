@@ -5,7 +5,7 @@ root filesystem holding one static binary, with its entrypoint) and written with
 `docker save`: pvchaos's own CSI driver `pvchaos-csi` (also the node plugin's registration
 sidecar: `pvchaos-csi registrar` stands in for upstream's node-driver-registrar, which the
 Go module proxy here does not serve), and upstream's external-provisioner,
-external-attacher and csi-snapshotter, all built from Go modules by pvchaos (cached). The other example
+external-attacher, external-resizer and csi-snapshotter, all built from Go modules by pvchaos (cached). The other example
 packages link this file and images/ (they run the same images with other flags).
 
 Run: .venv/bin/python examples/vendor-driver/build.py   (prints the archives written)
@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 from pvchaos.tools.binary_image import digest as _digest  # noqa: E402
 from pvchaos.tools.binary_image import rootfs  # noqa: E402
 from pvchaos.tools.csi_driver import ensure_csi_driver  # noqa: E402
-from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, ensure_csi_sidecars  # noqa: E402
+from pvchaos.tools.csi_sidecars import ATTACHER, PROVISIONER, RESIZER, ensure_csi_sidecars  # noqa: E402
 from pvchaos.tools.csi_snapshotter import SNAPSHOTTER_VERSION, ensure_snapshot_components  # noqa: E402
 from pvchaos.tools.docker_engine import docker, ensure_engine, last_line, owned_engine, stop_engine  # noqa: E402
 
@@ -47,6 +47,7 @@ def main() -> int:
         ("pvchaos-csi", "0.1.0", ensure_csi_driver()),
         ("csi-provisioner", PROVISIONER.version, sidecars.provisioner),
         ("csi-attacher", ATTACHER.version, sidecars.attacher),
+        ("csi-resizer", RESIZER.version, sidecars.resizer),
         ("csi-snapshotter", SNAPSHOTTER_VERSION, ensure_snapshot_components().snapshotter),
     ]
     IMAGES.mkdir(exist_ok=True)

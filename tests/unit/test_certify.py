@@ -45,7 +45,8 @@ def package(tmp_path: Path) -> Path:
     image_archive(root / "images" / "all.tar", ["pvchaos.dev/vendor/pvchaos-csi:0.1.0",
                                                 "pvchaos.dev/vendor/csi-provisioner:v6.4.0",
                                                 "pvchaos.dev/vendor/csi-attacher:v4.13.0",
-                                                "pvchaos.dev/vendor/csi-snapshotter:v8.7.0"])
+                                                "pvchaos.dev/vendor/csi-snapshotter:v8.7.0",
+                                                "pvchaos.dev/vendor/csi-resizer:v2.3.0"])
     return root
 
 
@@ -59,6 +60,7 @@ def test_the_example_package_reads(package: Path) -> None:
     assert p.profile not in p.manifests
     assert {w.kind for w in p.workloads} == {"Deployment", "DaemonSet"}
     assert p.runs_snapshotter, "its controller runs upstream's csi-snapshotter"
+    assert p.runs_resizer, "and upstream's csi-resizer"
 
 
 def test_no_manifests_is_refused(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from pvchaos.clusters import vendor_package as pkg
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PACKAGES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir() and any(p.glob("*.yaml")))
 BUILT = {"pvchaos.dev/vendor/pvchaos-csi:0.1.0", "pvchaos.dev/vendor/csi-provisioner:v6.4.0",
-         "pvchaos.dev/vendor/csi-attacher:v4.13.0", "pvchaos.dev/vendor/csi-snapshotter:v8.7.0"}
+         "pvchaos.dev/vendor/csi-attacher:v4.13.0", "pvchaos.dev/vendor/csi-snapshotter:v8.7.0",
+         "pvchaos.dev/vendor/csi-resizer:v2.3.0"}
 # package -> the one driver flag that breaks it (None: a correct driver)
 FAULTS = {"vendor-driver": None, "vendor-driver-broken": "--fault-no-topology",
           "vendor-never-attaches": "--fault-never-attach", "vendor-unenforced-limit": "--fault-attach-limit=2",
