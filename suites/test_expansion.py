@@ -33,6 +33,7 @@ from pvchaos.kube.wait import wait_for
 
 pytestmark = [allure.epic("Expansion and volume attributes"), pytest.mark.needs("dynamic-zonal")]
 
+RESIZER = "csi-resizer"  # the harness's own sidecar (pvchaos/clusters/csi.py); a vendor's is not watched
 RESIZE_REFUSED = "the storageclass that provisions the pvc must support resize"  # resize/admission.go
 EXPAND_TIMEOUT = 120.0
 
@@ -91,7 +92,8 @@ def test_a_bound_claim_grows_with_its_volume(ws: Workspace) -> None:
     t0 = time.monotonic()
     _grow(ws, "2Gi")
     grown = wait_for(ws.kube, "PersistentVolume", o.name(pv), lambda p: _capacity(p, "spec") >= wanted,
-                     f"PV {o.name(pv)} capacity at least 2Gi (ControllerExpandVolume)", None, EXPAND_TIMEOUT)
+                     f"PV {o.name(pv)} capacity at least 2Gi (ControllerExpandVolume)", None, EXPAND_TIMEOUT,
+                     fail_if=x.harness_component_down(ws, RESIZER))
     measure.since("expansion seconds", t0)
     claim = ws.get("PersistentVolumeClaim", "data") or {}
     conditions = [c.get("type") for c in (claim.get("status") or {}).get("conditions") or []]
@@ -119,6 +121,6 @@ def test_a_bound_claim_takes_a_volume_attributes_class(ws: Workspace) -> None:
     claim = wait_for(ws.kube, "PersistentVolumeClaim", "data",
                      lambda c: (c.get("status") or {}).get("currentVolumeAttributesClassName") == vac,
                      f"claim data status.currentVolumeAttributesClassName {vac} (ControllerModifyVolume)",
-                     ws.namespace, EXPAND_TIMEOUT)
+                     ws.namespace, EXPAND_TIMEOUT, fail_if=x.harness_component_down(ws, RESIZER))
     measure.since("modify seconds", t0)
     x.expect(o.spec(claim).get("volumeName") == o.name(pv), f"claim data keeps PV {o.name(pv)}", claim, ws=ws)

@@ -443,6 +443,16 @@ def volume_attached(ws: Workspace, pv: str, node: str, timeout: float = 60) -> O
     return found
 
 
+def harness_component_down(ws: Workspace, *components: str) -> Callable[[object], str | None]:
+    """A wait's `fail_if`: one line naming whichever of the harness's own CSI components
+    (`csi-resizer`, ...) no longer runs, so the wait fails at once, not at its timeout.
+    Never fires for a vendor's driver (the harness started none of its processes)."""
+    def down(_: object) -> str | None:
+        gone = [c for c in running.csi_not_running(ws.cluster.directory) if c in components]
+        return component_words.not_running_text(gone) or None
+    return down
+
+
 def _csi_driver(ws: Workspace, attachment: Obj | None) -> Obj | None:
     name = o.spec(attachment).get("attacher") if attachment else None
     return ws.get("CSIDriver", str(name)) if name else None

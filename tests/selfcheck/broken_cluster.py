@@ -80,7 +80,9 @@ Breakages (what a real cluster gets wrong, made on purpose):
   the PV binder instead would stop provisioning altogether.
 - `attach-anyway`: the CSIDriver says `attachRequired: true` where a test asked pvchaos-csi
   for false (the `csi_attach_required` marker), while the cluster still declares no
-  attach: the attach/detach controller then makes VolumeAttachments for its volumes;
+  attach: the attach/detach controller then makes VolumeAttachments for its volumes. On
+  kind with a vendor package whose CSIDriver says false (`--driver-package`), that
+  CSIDriver is replaced right after start by the same one saying true;
 - `pv-affinity-denied`: a ValidatingAdmissionPolicy (bound, Deny) refuses every update that
   changes a PersistentVolume's `spec.nodeAffinity`, as a policy engine's rule on a
   platform would: an update Kubernetes' own validation allows is then refused, so a test
@@ -281,6 +283,8 @@ def break_kind(backend: KindBackend, what: str) -> KindBackend:
         return replace(backend, kcm_flags={**kcm, "unhealthy-zone-threshold": "1"})
     if what == "gate-on" and (backend.feature_gates or {}).get(GATE) is False:
         return replace(backend, feature_gates={**(backend.feature_gates or {}), GATE: True})
+    if what == "attach-anyway" and backend.vendor is not None:
+        return backend  # the vendor's CSIDriver is replaced once it is applied (pytest_pvchaos_kind_cluster_started)
     if what in _CSI:
         storage = backend.storage
         if not isinstance(storage, HarnessStorage) or storage.test_double:
@@ -288,6 +292,26 @@ def break_kind(backend: KindBackend, what: str) -> KindBackend:
                                f"(a vendor's package or the test double): the breakage switches pvchaos-csi's stack")
         return replace(backend, storage=replace(storage, csi=break_csi(storage.csi, what)))
     return backend
+
+
+def _vendor_driver_attaches(backend: KindBackend, handle: ClusterHandle) -> None:
+    """The vendor package's CSIDriver, applied with attachRequired false, replaced by the
+    same object saying true (the field is immutable): the cluster still declares no
+    attach, as it read the package, while the attach/detach controller now attaches."""
+    assert backend.vendor is not None
+    name = backend.vendor.package.driver_name
+    kube = connect(handle.kubeconfig, handle.context)
+    try:
+        driver = kinds.get(kube, "CSIDriver", name)
+        if driver is None or driver.get("spec", {}).get("attachRequired"):
+            return
+        kinds.delete(kube, "CSIDriver", name)
+        poll_until(lambda: True if kinds.get(kube, "CSIDriver", name) is None else None, 30, f"CSIDriver {name} deleted")
+        kinds.create(kube, {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                            "metadata": {"name": name, "labels": driver["metadata"].get("labels") or {}},
+                            "spec": {**driver["spec"], "attachRequired": True}})
+    finally:
+        kube.api.close()
 
 
 def _keep_node_plugins(backend: KindBackend, handle: ClusterHandle) -> None:
@@ -502,6 +526,8 @@ def pytest_pvchaos_kind_config(config: pytest.Config, backend: KindBackend) -> K
 def pytest_pvchaos_kind_cluster_started(config: pytest.Config, backend: KindBackend, handle: ClusterHandle) -> None:
     if breakage() == "node-plugin-returns" and backend.runs_csi:
         _keep_node_plugins(backend, handle)
+    if breakage() == "attach-anyway" and backend.vendor is not None and not backend.vendor.package.attach_required:
+        _vendor_driver_attaches(backend, handle)
 
 
 def pytest_pvchaos_upgrade_plan(config: pytest.Config, plan: UpgradePlan) -> UpgradePlan | None:
