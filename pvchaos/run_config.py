@@ -75,7 +75,6 @@ def resolve(options: Options, *, read_profile: bool = True) -> RunConfig:
     gates = parse_feature_gates(options.feature_gates)
     version = options.k8s_version or DEFAULT_K8S_VERSION
     minor = minor_of(version) if "," not in version else 0  # a matrix is resolved per version
-    profile = load_profile(options.profile) if read_profile and options.profile else None
     shape = None
     if options.scale:
         try:
@@ -88,6 +87,11 @@ def resolve(options: Options, *, read_profile: bool = True) -> RunConfig:
             storage = VendorStorage(load_package(options.driver_package))
         except PackageError as exc:
             raise ValueError(f"--driver-package: {exc}") from None
+    # the package's own profile when the run names none: its StorageClass (parameters and
+    # all) is then every test's, as under certify; without it a test's class would carry
+    # the driver's name only
+    profile_path = options.profile or (storage.package.profile if storage is not None else None)
+    profile = load_profile(profile_path) if read_profile and profile_path else None
     return RunConfig(options=options, topology=topology, feature_gates=gates, k8s_version=version,
                      minor=minor, profile=profile, scale_shape=shape, storage=storage)
 

@@ -46,6 +46,14 @@ class Entry:
     breakage: str | None
     why: str
     backend: str = "local"  # where the matrix breaks it: "kind" for tests that need real kubelets
+    package: str | None = None  # a vendor package the kind run installs (--driver-package), for vendor-only cases
+
+    @property
+    def run(self) -> str | None:
+        """The matrix's name of the run that breaks it: the breakage, and the package if any."""
+        if self.breakage is None:
+            return None
+        return f"{self.breakage}@{self.package}" if self.package else self.breakage
 
 
 def _e(breakage: str, why: str) -> Entry:
@@ -55,6 +63,17 @@ def _e(breakage: str, why: str) -> Entry:
 def _k(breakage: str, why: str) -> Entry:
     """A kind-only test (real kubelets): broken and run on kind (tier kind-matrix)."""
     return Entry(breakage, why, "kind")
+
+
+def _kp(breakage: str, package: str, why: str) -> Entry:
+    """A case only a vendor's driver reaches: broken and run on kind with that package."""
+    return Entry(breakage, why, "kind", package)
+
+
+def split_run(run: str) -> tuple[str, str | None]:
+    """A matrix run's name back into its breakage and package (Entry.run)."""
+    breakage, _, package = run.partition("@")
+    return breakage, package or None
 
 
 def _none(why: str) -> Entry:
@@ -260,9 +279,11 @@ TABLE: dict[str, Entry] = {
     f"{AD}::test_returning_node_clears_the_stale_volume_attachment": _k(
         "attach-detach", "the attach/detach controller keeps and (after the node's return) detaches the stale "
                          "attachment; without it the writer's volume is never attached and the writer never runs"),
-    f"{AD}::test_a_driver_without_attach_makes_no_volume_attachment[driver]": _none(
-        "runs only with a driver whose CSIDriver says attachRequired false (certify's node-local example package); "
-        "pvchaos-csi attaches, and its [asked] case checks the same answer under the attach-anyway breakage"),
+    f"{AD}::test_a_driver_without_attach_makes_no_volume_attachment[driver]": _kp(
+        "attach-anyway", "examples/vendor-node-local",
+        "runs only with a driver whose CSIDriver says attachRequired false (pvchaos-csi attaches): with the node-local "
+        "example package, its CSIDriver replaced by one saying true makes the attach/detach controller wait on a "
+        "VolumeAttachment nobody answers"),
     f"{AD}::test_a_driver_without_attach_makes_no_volume_attachment[asked]": _e(
         "attach-anyway", "the test asked pvchaos-csi for attachRequired false; a CSIDriver that says true instead "
                          "makes the attach/detach controller create a VolumeAttachment"),
@@ -313,9 +334,9 @@ def by_breakage(backend: str = "local") -> dict[str, list[str]]:
     on this backend's matrix."""
     out: dict[str, list[str]] = {}
     for test, entry in TABLE.items():
-        if entry.breakage is not None and entry.backend == backend:
+        if entry.run is not None and entry.backend == backend:
             module, name = test.split("::", 1)
-            out.setdefault(entry.breakage, []).append(f"suites/{module}.py::{name}")
+            out.setdefault(entry.run, []).append(f"suites/{module}.py::{name}")
     return out
 
 
@@ -323,7 +344,8 @@ def markdown() -> str:
     """The table as it stands in docs/self-verification.md."""
     lines = ["| suite test | breakage that must make it fail | why |", "| --- | --- | --- |"]
     for test, entry in sorted(TABLE.items()):
-        where = " (kind)" if entry.backend == "kind" else ""
+        where = (f" (kind, `--driver-package {entry.package}`)" if entry.package
+                 else " (kind)" if entry.backend == "kind" else "")
         lines.append(f"| `{test.removeprefix('test_')}` | {f'`{entry.breakage}`{where}' if entry.breakage else 'none'} "
                      f"| {entry.why} |")
     return "\n".join(lines)

@@ -6,7 +6,9 @@ clusters; their entries in `breakage_table.TABLE` say `backend="kind"`. For each
 breakage, its tests run in one pytest subprocess with `--backend kind`, the breakage's
 plugin and variable (broken_cluster.py makes the breakage on kind clusters), canaries off;
 each must fail with a product failure (kube.errors.PRODUCT_ERRORS), never pass, skip or
-break on infrastructure.
+break on infrastructure. A case only a vendor's driver reaches (an entry with a
+`package`, e.g. a driver whose CSIDriver says attachRequired false) runs with that
+example package installed (`--driver-package`; its images built first, as certify does).
 
 One run at a time: each starts kind clusters (one, plus one per other cluster request,
 e.g. the gate-off cluster), about 1-2 minutes each on 2 cores, and the failures are waits
@@ -29,7 +31,7 @@ import pytest
 
 from pvchaos.clusters.kind import KindProvider
 from tests.selfcheck import matrix_record
-from tests.selfcheck.breakage_table import PLUGIN_OF, by_breakage
+from tests.selfcheck.breakage_table import PLUGIN_OF, by_breakage, split_run
 from tests.selfcheck.test_detection_power import Outcome, _outcomes, _stop
 
 pytestmark = [allure.epic("Self-verification"), allure.feature("Kind breakage matrix"), pytest.mark.slow]
@@ -40,10 +42,12 @@ RUN_TIMEOUT_S = 1800.0
 SHAPE = ["--zones", "2", "--nodes-per-zone", "2"]
 
 
-def command(tests: list[str], plugin: str, junit: Path) -> list[str]:
-    """One breakage's run: its tests on kind, one process (one kind cluster at a time)."""
+def command(tests: list[str], plugin: str, junit: Path, package: str | None = None) -> list[str]:
+    """One breakage's run: its tests on kind, one process (one kind cluster at a time), with
+    the vendor package the entry names installed in place of pvchaos-csi."""
     return [sys.executable, "-m", "pytest", *tests, "-p", plugin, "-p", "no:cacheprovider", "-q", "-n", "0",
-            f"--junitxml={junit}", "--no-canaries", "--backend", "kind", *SHAPE]
+            f"--junitxml={junit}", "--no-canaries", "--backend", "kind", *SHAPE,
+            *(["--driver-package", package] if package else [])]
 
 
 def _sweep_kind(state: Path) -> None:
@@ -63,15 +67,18 @@ def _sweep_kind(state: Path) -> None:
 def kind_matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[dict[str, Outcome], str, float]]]:
     """breakage -> (outcomes by node id, output tail, seconds), one run after the other."""
     done: dict[str, tuple[dict[str, Outcome], str, float]] = {}
-    for breakage, tests in sorted(by_breakage("kind").items()):
+    if any(split_run(run)[1] for run in by_breakage("kind")):  # a package's images, as certify builds them
+        subprocess.run([sys.executable, str(REPO / "examples" / "vendor-driver" / "build.py")], cwd=REPO, check=True)
+    for run, tests in sorted(by_breakage("kind").items()):
+        breakage, package = split_run(run)
         plugin, env_var = PLUGIN_OF[breakage]
-        d = tmp_path_factory.mktemp(f"kind-{breakage}")
+        d = tmp_path_factory.mktemp(f"kind-{run.replace('/', '-').replace('@', '-')}")
         env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
         env.update({env_var: breakage, "PVCHAOS_STATE_DIR": str(d / "state")})
         log = d / "output.txt"
         t0 = time.monotonic()
         with log.open("wb") as out:
-            proc = subprocess.Popen(command(tests, plugin, d / "junit.xml"), cwd=REPO, env=env, stdout=out,
+            proc = subprocess.Popen(command(tests, plugin, d / "junit.xml", package), cwd=REPO, env=env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 proc.wait(RUN_TIMEOUT_S)
@@ -81,7 +88,7 @@ def kind_matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
                 if proc.poll() is None:
                     _stop(proc)
         _sweep_kind(d / "state")
-        done[breakage] = (_outcomes(d / "junit.xml"), log.read_text(errors="replace")[-4000:], time.monotonic() - t0)
+        done[run] = (_outcomes(d / "junit.xml"), log.read_text(errors="replace")[-4000:], time.monotonic() - t0)
     matrix_record.write({b: (o, secs) for b, (o, _, secs) in done.items()}, by_breakage("kind"), "kind",
                         tmp_path_factory.getbasetemp())
     yield done

@@ -3,11 +3,15 @@ topology, gates, version, profile and scale shape into the typed RunConfig."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from pvchaos.clusters.options import Options
 from pvchaos.run_config import resolve
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
+from tests.unit.test_certify import image_archive
 
 
 def test_defaults_are_resolved() -> None:
@@ -59,3 +63,20 @@ def _config_for(pool, request):  # type: ignore[no-untyped-def]
     """The local cluster configuration the pool's provider makes for a request."""
     from pvchaos.clusters.local.provider import PROVIDER
     return PROVIDER.config_for(request, pool.defaults, pool.hooks)
+
+
+
+def test_a_package_brings_its_own_profile_unless_the_run_names_one(tmp_path: Path) -> None:
+    """`run --driver-package DIR` without --profile reads DIR's profile: the tests' classes
+    are then the package's (parameters too), not a bare provisioner name."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    package = tmp_path / "pkg"
+    package.mkdir()
+    for f in (examples / "vendor-node-local").glob("*.yaml"):
+        shutil.copy(f, package / f.name)
+    image_archive(package / "images" / "all.tar", ["pvchaos.dev/vendor/pvchaos-csi:0.1.0",
+                                                   "pvchaos.dev/vendor/csi-provisioner:v6.4.0"])
+    config = resolve(Options(driver_package=str(package)))
+    assert config.profile is not None and config.profile.name == "local.vendor.example.com"
+    named = resolve(Options(driver_package=str(package), profile=str(examples / "vendor-driver" / "profile.yaml")))
+    assert named.profile is not None and named.profile.name == "vendor.csi.pvchaos.dev"
