@@ -15,11 +15,12 @@ logs of the package's pods are written beside the report (`certify-logs/`).
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,24 @@ def load_images(engine: Engine, cluster: str, archives: Sequence[Path]) -> None:
             raise ClusterError(f"{archive}: not loadable into the nodes' containerd: {last_line(proc)}")
 
 
+# a unix socket's path has room for 107 bytes; an emptyDir's socket under
+# /var/lib/kubelet/pods/<uid>/volumes/kubernetes.io~empty-dir/ (a controller's, shared
+# with its sidecars) is longer, and connect() refuses it (EINVAL): it is dialled through a
+# short symlink, which connect() follows
+SOCKET_PATH_MAX = 107
+SHORT_LINK = "/run/pvchaos-info-{n}.sock"
+
+
+def info_command(sock: str, n: int) -> str:
+    """The shell line that asks one socket (pure): through a short symlink when its path is
+    too long to dial, the link removed again whatever the answer."""
+    ask = f"{INFO_BINARY} info --endpoint unix://{{path}} --timeout 10s"
+    if len(sock.encode()) <= SOCKET_PATH_MAX:
+        return ask.format(path=shlex.quote(sock))
+    link = SHORT_LINK.format(n=n)
+    return (f"ln -sf {shlex.quote(sock)} {link} && {ask.format(path=link)}; rc=$?; rm -f {link}; exit $rc")
+
+
 def plugin_info(engine: Engine, container: str, node: str, driver: str) -> PluginChoice:
     """GetPluginInfo of `driver` as its node plugin on `node` (kind container `container`)
     answers it: `pvchaos-csi info` (static) copied into the node and run against every
@@ -65,12 +84,12 @@ def plugin_info(engine: Engine, container: str, node: str, driver: str) -> Plugi
         found = run("exec", container, "sh", "-c", FIND_SOCKETS)
         answers: list[PluginInfo] = []
         failures: list[str] = []
-        for sock in candidate_sockets(found.stdout, driver):
-            proc = run("exec", container, INFO_BINARY, "info", "--endpoint", f"unix://{sock}", "--timeout", "10s")
+        for n, sock in enumerate(candidate_sockets(found.stdout, driver)):
+            proc = run("exec", container, "sh", "-c", info_command(sock, n))
             try:
                 if proc.returncode != 0:
                     raise ValueError(last_line(proc))
-                answers.append(parse_info_line(proc.stdout))
+                answers.append(replace(parse_info_line(proc.stdout), endpoint=f"unix://{sock}"))
             except ValueError as exc:
                 failures.append(f"{sock}: {exc}")
         return choose_plugin(driver, node, answers, failures)

@@ -153,3 +153,18 @@ def test_the_driver_answers_its_services_and_certification_follows_them() -> Non
     assert d.table()["NodeGetCapabilities"] == "STAGE_UNSTAGE_VOLUME"
     assert pkg.Discovery(DRIVER, services_source="--backend existing has no access to the nodes").table()[
         "ControllerGetCapabilities"] == "not asked (--backend existing has no access to the nodes)"
+
+
+def test_a_socket_too_long_to_dial_is_asked_through_a_short_link_that_goes_again() -> None:
+    """A controller's emptyDir socket is past the 107 bytes connect() takes: before, its
+    ControllerGetCapabilities was never read ("connect: invalid argument")."""
+    from pvchaos.clusters.vendor_install import SOCKET_PATH_MAX, info_command
+
+    short = "/var/lib/kubelet/plugins/vendor.csi.pvchaos.dev/csi.sock"
+    assert info_command(short, 0).endswith(f"--endpoint unix://{short} --timeout 10s")
+    long = ("/var/lib/kubelet/pods/52a6957b-f8bb-43d7-ba52-2b1a2c26a537/volumes/kubernetes.io~empty-dir/"
+            "socket-dir/csi.sock")
+    assert len(long) > SOCKET_PATH_MAX
+    line = info_command(long, 3)
+    assert line.startswith(f"ln -sf '{long}' /run/pvchaos-info-3.sock && ")
+    assert "--endpoint unix:///run/pvchaos-info-3.sock" in line and line.endswith("rm -f /run/pvchaos-info-3.sock; exit $rc")
