@@ -19,6 +19,7 @@ from pvchaos import certify, compare_runs, report, report_merge, upgrade_command
 from pvchaos import explain as explain_command
 from pvchaos.clusters import arguments, providers
 from pvchaos.clusters.backend import ClusterError
+from pvchaos.clusters.common.state import state_root
 from pvchaos.clusters.kind import parse_version
 from pvchaos.clusters.local.config import PROVISIONER_KINDS
 from pvchaos.clusters.options import (
@@ -53,9 +54,13 @@ def _cluster_up(args: argparse.Namespace) -> int:
 
 def _cluster_down(args: argparse.Namespace) -> int:
     chosen = providers.names(Feature.STARTS_CLUSTERS) if args.all else (args.backend,)
+    removed = 0
     for name in chosen:
         for line in providers.provider(name).cluster_down(None if args.all else args.name):
             print(line)
+            removed += 1
+    if not removed:  # silence read as "done" while a cluster of another state directory ran on
+        print(f"no clusters to remove under {state_root()} (a run with another PVCHAOS_STATE_DIR keeps its own)")
     return 0
 
 

@@ -207,3 +207,12 @@ def test_the_run_s_own_cluster_gets_the_backend_s_reasons_too() -> None:
 
 def test_kind_declares_shaped_clusters() -> None:
     assert providers.names(Feature.SHAPED_CLUSTERS) == ("kind",)
+
+
+def test_down_all_with_nothing_to_remove_says_so_and_where_it_looked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Silence read as "all removed" while a run with another state directory kept its cluster."""
+    monkeypatch.setenv("PVCHAOS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(providers, "names", lambda feature: ("local",))
+    assert cli.main(["cluster", "down", "--all"]) == 0
+    assert f"no clusters to remove under {tmp_path / 'state'}" in capsys.readouterr().out
