@@ -83,11 +83,12 @@ def test_the_vendor_package_passes_with_evidence_and_a_short_run_is_not_certifie
     # binding_modes runs pods on the driver's volumes: provisioned, pinned, attached, published
     for cap in ("dynamic-provisioning", "topology", "attach", "publish", "access-mode ReadWriteOnce"):
         assert outcome.pop(cap) == "exercised", cert["capabilities"]
-    # the suites that exercise the rest (csi_topology, fs_group, snapshots, inline_ephemeral, block_volumes)
-    # were not run
+    # the suites that exercise the rest (csi_topology, fs_group, snapshots, inline_ephemeral, block_volumes,
+    # expansion) were not run
     assert outcome == {"volume-limits": "not exercised", "fsgroup": "not exercised", "snapshots": "not exercised",
                        "clones": "not exercised", "inline-ephemeral": "not exercised",
-                       "volume-mode Block": "not exercised"}, cert["capabilities"]
+                       "volume-mode Block": "not exercised", "expansion": "not exercised",
+                       "modify-volume": "not exercised"}, cert["capabilities"]
     by_suite = {r["suite"]: r for r in cert["rows"]}
     assert by_suite["binding_modes"]["provisioned"] > 0 and by_suite["binding_modes"]["published"] > 0
     assert cert["driver_version"] == "0.1.0" and cert["k8s_version"].startswith("v1.")
