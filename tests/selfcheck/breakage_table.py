@@ -319,7 +319,7 @@ TABLE: dict[str, Entry] = {
     "test_expansion::test_a_bound_claim_grows_with_its_volume": _e(
         "resizer", "the external-resizer alone calls ControllerExpandVolume and grows the PV: for a CSI volume that is "
                    "not migrated it needs nothing from kube-controller-manager (it matches the PV's spec.csi.driver, "
-                   "external-resizer v2.3.0 CanSupport)"),
+                   "external-resizer v2.3.0 CanSupport; the suite passes without the expand controller)"),
     "test_expansion::test_a_bound_claim_takes_a_volume_attributes_class": _e(
         "resizer-no-modify", "the external-resizer's modify controller alone calls ControllerModifyVolume and sets the "
                              "claim's currentVolumeAttributesClassName; a resizer without its VolumeAttributesClass "
