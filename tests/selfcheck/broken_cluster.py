@@ -294,6 +294,15 @@ def break_kind(backend: KindBackend, what: str) -> KindBackend:
     return backend
 
 
+def _recreate(kube: Any, body: dict[str, Any]) -> None:
+    """Replace an object whose fields are immutable (a CSIDriver's attachRequired, a CSINode
+    driver's topology keys): delete it, wait until it is gone, create `body`."""
+    kind, name = body["kind"], body["metadata"]["name"]
+    kinds.delete(kube, kind, name)
+    poll_until(lambda: True if kinds.get(kube, kind, name) is None else None, 30, f"{kind} {name} deleted")
+    kinds.create(kube, body)
+
+
 def _vendor_driver_attaches(backend: KindBackend, handle: ClusterHandle) -> None:
     """The vendor package's CSIDriver, applied with attachRequired false, replaced by the
     same object saying true (the field is immutable): the cluster still declares no
@@ -305,11 +314,9 @@ def _vendor_driver_attaches(backend: KindBackend, handle: ClusterHandle) -> None
         driver = kinds.get(kube, "CSIDriver", name)
         if driver is None or driver.get("spec", {}).get("attachRequired"):
             return
-        kinds.delete(kube, "CSIDriver", name)
-        poll_until(lambda: True if kinds.get(kube, "CSIDriver", name) is None else None, 30, f"CSIDriver {name} deleted")
-        kinds.create(kube, {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
-                            "metadata": {"name": name, "labels": driver["metadata"].get("labels") or {}},
-                            "spec": {**driver["spec"], "attachRequired": True}})
+        _recreate(kube, {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                         "metadata": {"name": name, "labels": driver["metadata"].get("labels") or {}},
+                         "spec": {**driver["spec"], "attachRequired": True}})
     finally:
         kube.api.close()
 
@@ -353,14 +360,11 @@ def _csinodes_without_topology(handle: ClusterHandle) -> None:
             drivers = csinode.get("spec", {}).get("drivers") or []
             if not any(d.get("name") == DRIVER_NAME for d in drivers):
                 continue
-            name = csinode["metadata"]["name"]
-            kinds.delete(kube, "CSINode", name)
-            poll_until(lambda n=name: True if kinds.get(kube, "CSINode", n) is None else None, 30,  # type: ignore[misc]
-                       f"CSINode {name} deleted")
-            kinds.create(kube, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
-                                "metadata": {"name": name, "labels": csinode["metadata"].get("labels") or {}},
-                                "spec": {"drivers": [{**d, "topologyKeys": []} if d.get("name") == DRIVER_NAME else d
-                                                     for d in drivers]}})
+            _recreate(kube, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                             "metadata": {"name": csinode["metadata"]["name"],
+                                          "labels": csinode["metadata"].get("labels") or {}},
+                             "spec": {"drivers": [{**d, "topologyKeys": []} if d.get("name") == DRIVER_NAME else d
+                                                  for d in drivers]}})
     finally:
         kube.api.close()
 
