@@ -2,7 +2,7 @@
 
 import datetime
 
-from tests.selfcheck.matrix_record import markdown, not_failing, verdict
+from tests.selfcheck.matrix_record import markdown, not_failing, selected_runs, verdict
 from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Outcome
 
 PRODUCT = EXPECTATION_ERRORS[0]
@@ -34,3 +34,19 @@ def test_not_failing_names_each_test_that_escaped_its_breakage() -> None:
         "b: passed under volumezone", "c: failed, but not with a product failure: OSError: disk",
         "d: no result (run output tail below)"]
     assert not_failing(["a"], outcomes, "volumezone") == []
+
+
+def test_k_selects_the_breakages_a_matrix_tier_runs() -> None:
+    names = ["test_every_test_fails_under_its_breakage[resizer]", "test_other[resizer-no-modify]",
+             "test_every_test_fails_under_its_breakage[attach-anyway@examples/vendor-node-local]"]
+    runs = ["attach-anyway", "attach-anyway@examples/vendor-node-local", "resizer", "resizer-no-modify"]
+    assert selected_runs(names, "test_every_test_fails_under_its_breakage", runs) == [
+        "attach-anyway@examples/vendor-node-local", "resizer"]
+    assert selected_runs([], "test_every_test_fails_under_its_breakage", runs) == []
+
+
+def test_a_partial_record_says_how_many_breakages_ran() -> None:
+    tests_of = {"a": ["suites/test_a.py::test_x"], "b": ["suites/test_b.py::test_y"]}
+    results = {"a": ({"suites/test_a.py::test_x": Outcome("x", "failed", f"{PRODUCT}: no")}, 3.0)}
+    assert markdown(results, tests_of, "kind", "v1.35.4", datetime.date(2026, 12, 7)).startswith(
+        "Breakage matrix, kind, Kubernetes v1.35.4, run 2026-12-07 (1 of the 2 breakages, as selected):")
