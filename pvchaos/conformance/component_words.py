@@ -14,7 +14,7 @@ Pure: the caller passes the events, the VolumeAttachment and the CSIDriver it re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pvchaos.conformance.types import KubeObject, dig
 
@@ -86,3 +86,27 @@ def attachment_problem(attachment: KubeObject | None, driver: KubeObject | None,
     ask = down or f"is the external-attacher of {attacher} running?"
     said = "has no status at all" if not dig(attachment, "status") else "says attached: false with no attachError"
     return f"VolumeAttachment {name} {said}: no attacher answered it ({why.format(attacher)}); {ask}"
+
+
+def unattached_volumes(node: str, pvs: Sequence[KubeObject], attachments: Sequence[KubeObject],
+                       drivers: Mapping[str, KubeObject]) -> list[str]:
+    """For a pod on `node` that does not run: each of its CSI volumes that must be attached
+    there and is not, in `attachment_problem`'s words (pure; empty when none is waited on).
+    A pod's own events only say its volume is not attached yet; the VolumeAttachment says
+    who did not answer. A volume needs attaching unless its CSIDriver says attachRequired
+    false (no CSIDriver means attach, as the kubelet's CSI plugin decides)."""
+    problems = []
+    for pv in pvs:
+        driver_name = str(dig(pv, "spec", "csi", "driver", default="") or "")
+        if not driver_name:
+            continue
+        driver = drivers.get(driver_name)
+        pv_name = str(dig(pv, "metadata", "name", default="?"))
+        attachment = next((va for va in attachments if dig(va, "spec", "nodeName") == node
+                           and dig(va, "spec", "source", "persistentVolumeName") == pv_name), None)
+        if attachment is None and driver is not None and dig(driver, "spec", "attachRequired") is False:
+            continue
+        if dig(attachment, "status", "attached") is True:
+            continue
+        problems.append(attachment_problem(attachment, driver, pv_name, node))
+    return problems

@@ -163,10 +163,38 @@ def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60
 
 @allure.step("pod {name} runs")
 def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
-    """Running; and each of its dynamically provisioned volumes where its node was selected."""
-    pod = wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout, fail_if=pod_cannot_run)
+    """Running; and each of its dynamically provisioned volumes where its node was selected.
+    A pod that never runs because a volume was never attached says which VolumeAttachment
+    and who did not answer it, not only the kubelet's "unattached volumes" event."""
+    try:
+        pod = wait_for(ws.kube, "Pod", name, pod_running, "phase Running", ws.namespace, timeout,
+                       fail_if=pod_cannot_run)
+    except ConditionNotReached as exc:
+        why = _unattached(ws, name)
+        if not why:
+            raise
+        raise ConditionNotReached("; ".join(why) + f"\n{exc}") from None
     _volumes_where_selected(ws, pod)
     return pod
+
+
+def _unattached(ws: Workspace, name: str) -> list[str]:
+    """The attachments a scheduled pod waits on, read once the wait ran out."""
+    pod = ws.get("Pod", name)
+    node = o.node_name(pod) if pod is not None else None
+    if pod is None or not node:
+        return []
+    pvs = []
+    for key in placement.pod_claim_keys(pod):
+        claim = ws.get("PersistentVolumeClaim", key.split("/", 1)[1])
+        volume = o.spec(claim).get("volumeName") if claim is not None else None
+        pv = ws.get("PersistentVolume", str(volume)) if volume else None
+        if pv is not None:
+            pvs.append(pv)
+    if not pvs:
+        return []
+    drivers = {str(o.name(d)): d for d in ws.list("CSIDriver")}
+    return component_words.unattached_volumes(str(node), pvs, ws.list("VolumeAttachment"), drivers)
 
 
 def _volumes_where_selected(ws: Workspace, pod: Obj) -> None:

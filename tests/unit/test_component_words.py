@@ -69,3 +69,23 @@ def test_a_failure_its_sender_has_moved_past_is_not_quoted() -> None:
     failing = [handed, _event("Provisioning", "External provisioner is provisioning volume", "2026-01-01T00:00:06Z",
                               rv=103), _event("ProvisioningFailed", NO_KEY, "2026-01-01T00:00:06Z", rv=104)]
     assert words.provisioning_failure([gone, *failing]) == f"csi.pvchaos.dev_host_1 says (ProvisioningFailed): {NO_KEY}"
+
+
+def _pv(name: str = "pv-1", driver: str | None = "csi.pvchaos.dev") -> dict:
+    return {"metadata": {"name": name}, "spec": {"csi": {"driver": driver, "volumeHandle": "h"}} if driver else {}}
+
+
+def test_a_pod_waiting_on_an_unanswered_attachment_names_it() -> None:
+    said = words.unattached_volumes("n1", [_pv()], [_va()], {"csi.pvchaos.dev": DRIVER})
+    assert len(said) == 1 and said[0].startswith("VolumeAttachment csi-123 has no status at all: no attacher")
+    missing = words.unattached_volumes("n1", [_pv()], [], {})
+    assert missing[0].startswith("no VolumeAttachment of pv-1 to n1 exists"), "no CSIDriver: attach is required"
+
+
+def test_volumes_that_need_no_attachment_or_are_attached_are_not_named() -> None:
+    no_attach = {"metadata": {"name": "csi.pvchaos.dev"}, "spec": {"attachRequired": False}}
+    assert words.unattached_volumes("n1", [_pv()], [], {"csi.pvchaos.dev": no_attach}) == []
+    assert words.unattached_volumes("n1", [_pv()], [_va({"attached": True})], {"csi.pvchaos.dev": DRIVER}) == []
+    assert words.unattached_volumes("n1", [_pv(driver=None)], [], {}) == [], "not a CSI volume"
+    elsewhere = words.unattached_volumes("n2", [_pv()], [_va({"attached": True})], {"csi.pvchaos.dev": DRIVER})
+    assert elsewhere and elsewhere[0].startswith("no VolumeAttachment of pv-1 to n2"), "attached to another node"
