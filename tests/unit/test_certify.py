@@ -16,23 +16,13 @@ from pvchaos import certify_package as pkg
 from pvchaos.cli import main
 from pvchaos.clusters import vendor_package as vp
 from pvchaos.drivers.profile import DriverProfile, parse_profile
+from tests.unit.package_fixtures import image_archive
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "vendor-driver"
 DRIVER = "vendor.csi.pvchaos.dev"
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
-
-
-def image_archive(path: Path, tags: list[str]) -> Path:
-    """A minimal `docker save` archive: manifest.json with RepoTags."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w") as tar:
-        data = json.dumps([{"Config": "c.json", "RepoTags": tags, "Layers": []}]).encode()
-        info = tarfile.TarInfo("manifest.json")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return path
 
 
 @pytest.fixture

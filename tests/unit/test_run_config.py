@@ -11,7 +11,7 @@ import pytest
 from pvchaos.clusters.options import Options
 from pvchaos.run_config import resolve
 from pvchaos.tools.versions import DEFAULT_K8S_VERSION
-from tests.unit.test_certify import image_archive
+from tests.unit.package_fixtures import image_archive
 
 
 def test_defaults_are_resolved() -> None:
