@@ -75,7 +75,9 @@ def kind_matrix(request: pytest.FixtureRequest,
     for run, tests in sorted((r, t) for r, t in by_breakage("kind").items() if r in runs):
         breakage, package = split_run(run)
         plugin, env_var = PLUGIN_OF[breakage]
-        d = tmp_path_factory.mktemp(f"kind-{run.replace('/', '-').replace('@', '-')}")
+        # A short directory: the CSI sockets of its clusters live under it, and a unix
+        # socket's path may not exceed 107 bytes (a package's name in it did).
+        d = tmp_path_factory.mktemp(f"kind-{breakage}"[:24])
         env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
         env.update({env_var: breakage, "PVCHAOS_STATE_DIR": str(d / "state")})
         log = d / "output.txt"
