@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.selfcheck import broken_cluster, chaos_breakage
-from tests.selfcheck.breakage_table import PLUGIN_OF, TABLE, markdown
+from tests.selfcheck.breakage_table import PLUGIN_OF, TABLE, by_breakage, markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,3 +60,23 @@ def test_no_real_kubelet_test_is_left_without_a_breakage() -> None:
     kind_only = [t for t in TABLE if t.split("::")[0] in ("test_real_kubelet", "test_fs_group",
                                                           "test_kubelet_volume_affinity")]
     assert kind_only and all(TABLE[t].breakage and TABLE[t].backend == "kind" for t in kind_only)
+
+
+def test_every_entry_has_a_dated_matrix_row_that_fails() -> None:
+    """docs/breakage-matrix.md holds the matrix tiers' records (issue 39: every breakage
+    with a dated row): each (breakage run, test) of the table has a row saying it failed,
+    under its backend's heading and below a dated "Record:" line. A new entry runs alone
+    with `selftest --tier matrix -- -k <breakage>` (or kind-matrix) and its record is
+    pasted there."""
+    text = (REPO / "docs" / "breakage-matrix.md").read_text(encoding="utf-8")
+    local, kind = text.split("\n## kind\n", 1)
+    sections = {"local": local, "kind": kind}
+    missing = []
+    for backend, section in sections.items():
+        for run, tests in by_breakage(backend).items():
+            for test in tests:
+                row = f"| `{run}` | `{test.removeprefix('suites/')}` | fails"
+                at = section.find(row)
+                if at < 0 or "Record: " not in section[:at]:
+                    missing.append(f"{backend}: {run} -> {test}")
+    assert not missing, "no dated row that fails in docs/breakage-matrix.md for:\n" + "\n".join(sorted(missing))
