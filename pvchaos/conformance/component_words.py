@@ -97,10 +97,10 @@ def unattached_volumes(node: str, pvs: Sequence[KubeObject], attachments: Sequen
     false (no CSIDriver means attach, as the kubelet's CSI plugin decides)."""
     problems = []
     for pv in pvs:
-        driver_name = str(dig(pv, "spec", "csi", "driver", default="") or "")
+        driver_name = dig(pv, "spec", "csi", "driver")
         if not driver_name:
             continue
-        driver = drivers.get(driver_name)
+        driver = drivers.get(str(driver_name))
         pv_name = str(dig(pv, "metadata", "name", default="?"))
         attachment = next((va for va in attachments if dig(va, "spec", "nodeName") == node
                            and dig(va, "spec", "source", "persistentVolumeName") == pv_name), None)

@@ -184,23 +184,23 @@ def _unattached(ws: Workspace, name: str) -> list[str]:
     node = o.node_name(pod) if pod is not None else None
     if pod is None or not node:
         return []
-    pvs = []
-    for key in placement.pod_claim_keys(pod):
-        claim = ws.get("PersistentVolumeClaim", key.split("/", 1)[1])
-        volume = o.spec(claim).get("volumeName") if claim is not None else None
-        pv = ws.get("PersistentVolume", str(volume)) if volume else None
-        if pv is not None:
-            pvs.append(pv)
+    volumes = [o.spec(claim).get("volumeName") for claim in _pod_claims(ws, pod)]
+    pvs = [pv for pv in (ws.get("PersistentVolume", str(v)) for v in volumes if v) if pv is not None]
     if not pvs:
         return []
     drivers = {str(o.name(d)): d for d in ws.list("CSIDriver")}
     return component_words.unattached_volumes(str(node), pvs, ws.list("VolumeAttachment"), drivers)
 
 
+def _pod_claims(ws: Workspace, pod: Obj) -> list[Obj]:
+    """The claims of a pod's volumes that exist now."""
+    claims = (ws.get("PersistentVolumeClaim", key.split("/", 1)[1]) for key in placement.pod_claim_keys(pod))
+    return [claim for claim in claims if claim is not None]
+
+
 def _volumes_where_selected(ws: Workspace, pod: Obj) -> None:
-    for key in placement.pod_claim_keys(pod):
-        claim = ws.get("PersistentVolumeClaim", key.split("/", 1)[1])
-        if claim is not None and o.phase(claim) == "Bound":
+    for claim in _pod_claims(ws, pod):
+        if o.phase(claim) == "Bound":
             provisioned_where_selected(ws, claim)
 
 

@@ -21,14 +21,15 @@ from tests.selfcheck.test_detection_power import EXPECTATION_ERRORS, Outcome
 RECORD_ENV = "PVCHAOS_MATRIX_RECORD"
 
 
-def selected_runs(item_names: Iterable[str], test_name: str, runs: Iterable[str]) -> list[str]:
-    """The breakage runs whose matrix test pytest selected (pure): `-k resizer` on a
-    matrix tier runs only the breakages it names, so an entry added to the table gets its
-    dated row without the whole tier's 20-45 minutes (without -k every test is selected,
-    so every run)."""
+def selected_runs(item_names: Iterable[str], test_name: str,
+                  runs: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """The breakage runs (run -> its tests) whose matrix test pytest selected (pure):
+    `-k resizer` on a matrix tier runs only the breakages it names, so an entry added to
+    the table gets its dated row without the whole tier's 20-45 minutes (without -k every
+    test is selected, so every run)."""
     chosen = {name.removeprefix(f"{test_name}[").removesuffix("]") for name in item_names
               if name.startswith(f"{test_name}[")}
-    return [run for run in runs if run in chosen]
+    return {run: tests for run, tests in runs.items() if run in chosen}
 
 
 def verdict(outcome: Outcome | None) -> str:
@@ -62,7 +63,7 @@ def markdown(results: Mapping[str, tuple[Mapping[str, Outcome], float]], tests_o
              backend: str, k8s_version: str, when: datetime.date) -> str:
     """The dated table (pure): every test of every breakage that ran, in breakage order."""
     part = "" if len(results) == len(tests_of) else f" ({len(results)} of the {len(tests_of)} breakages, as selected)"
-    rows = [f"Breakage matrix, {backend}, Kubernetes {k8s_version}, run {when.isoformat()}{part}:", "",
+    rows = [f"Record: {backend}, Kubernetes {k8s_version}, run {when.isoformat()}{part}:", "",
             "| breakage | suite test | verdict | run (s) |", "| --- | --- | --- | --- |"]
     good = bad = 0
     for breakage in sorted(results):

@@ -43,9 +43,9 @@ def _command(tests: list[str], plugin: str, junit: Path) -> list[str]:
 def matrix(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[dict[str, Outcome], str, float]]]:
     """breakage -> (outcomes by node id, output tail, seconds), two runs at a time."""
-    runs = matrix_record.selected_runs((i.name for i in request.session.items), test_every_test_fails_under_its_breakage.__name__,
-                                       by_breakage())
-    pending = sorted(((b, t) for b, t in by_breakage().items() if b in runs), key=lambda kv: -len(kv[1]))  # longest first
+    runs = matrix_record.selected_runs((i.name for i in request.session.items),
+                                       test_every_test_fails_under_its_breakage.__name__, by_breakage())
+    pending = sorted(runs.items(), key=lambda kv: -len(kv[1]))  # longest first
     running: list[tuple[str, subprocess.Popen[bytes], Path, Path, Path, float]] = []
     done: dict[str, tuple[dict[str, Outcome], str, float]] = {}
     try:

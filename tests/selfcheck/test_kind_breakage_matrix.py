@@ -72,7 +72,7 @@ def kind_matrix(request: pytest.FixtureRequest,
                                        test_every_kind_test_fails_under_its_breakage.__name__, by_breakage("kind"))
     if any(split_run(run)[1] for run in runs):  # a package's images, as certify builds them
         subprocess.run([sys.executable, str(REPO / "examples" / "vendor-driver" / "build.py")], cwd=REPO, check=True)
-    for run, tests in sorted((r, t) for r, t in by_breakage("kind").items() if r in runs):
+    for run, tests in sorted(runs.items()):
         breakage, package = split_run(run)
         plugin, env_var = PLUGIN_OF[breakage]
         # A short directory: the CSI sockets of its clusters live under it, and a unix

@@ -21,7 +21,7 @@ def test_the_table_is_dated_and_counts_what_did_not_fail() -> None:
     tests_of = {"volumezone": ["suites/test_a.py::test_x", "suites/test_a.py::test_y"]}
     results = {"volumezone": ({"suites/test_a.py::test_x": Outcome("x", "failed", f"{PRODUCT}: wrong zone")}, 41.2)}
     text = markdown(results, tests_of, "local", "v1.35.4", datetime.date(2026, 12, 7))
-    assert text.startswith("Breakage matrix, local, Kubernetes v1.35.4, run 2026-12-07:")
+    assert text.startswith("Record: local, Kubernetes v1.35.4, run 2026-12-07:")
     assert "| `volumezone` | `test_a.py::test_x` | fails: " in text and "| 41 |" in text
     assert "| `volumezone` | `test_a.py::test_y` | **no result** | 41 |" in text
     assert text.rstrip().endswith("1 of 2 tests fail under their breakage as they must; 1 do not.")
@@ -39,14 +39,16 @@ def test_not_failing_names_each_test_that_escaped_its_breakage() -> None:
 def test_k_selects_the_breakages_a_matrix_tier_runs() -> None:
     names = ["test_every_test_fails_under_its_breakage[resizer]", "test_other[resizer-no-modify]",
              "test_every_test_fails_under_its_breakage[attach-anyway@examples/vendor-node-local]"]
-    runs = ["attach-anyway", "attach-anyway@examples/vendor-node-local", "resizer", "resizer-no-modify"]
-    assert selected_runs(names, "test_every_test_fails_under_its_breakage", runs) == [
-        "attach-anyway@examples/vendor-node-local", "resizer"]
-    assert selected_runs([], "test_every_test_fails_under_its_breakage", runs) == []
+    runs = {run: [f"suites/t.py::{run}"] for run in ("attach-anyway", "attach-anyway@examples/vendor-node-local",
+                                                     "resizer", "resizer-no-modify")}
+    assert selected_runs(names, "test_every_test_fails_under_its_breakage", runs) == {
+        "attach-anyway@examples/vendor-node-local": ["suites/t.py::attach-anyway@examples/vendor-node-local"],
+        "resizer": ["suites/t.py::resizer"]}
+    assert selected_runs([], "test_every_test_fails_under_its_breakage", runs) == {}
 
 
 def test_a_partial_record_says_how_many_breakages_ran() -> None:
     tests_of = {"a": ["suites/test_a.py::test_x"], "b": ["suites/test_b.py::test_y"]}
     results = {"a": ({"suites/test_a.py::test_x": Outcome("x", "failed", f"{PRODUCT}: no")}, 3.0)}
     assert markdown(results, tests_of, "kind", "v1.35.4", datetime.date(2026, 12, 7)).startswith(
-        "Breakage matrix, kind, Kubernetes v1.35.4, run 2026-12-07 (1 of the 2 breakages, as selected):")
+        "Record: kind, Kubernetes v1.35.4, run 2026-12-07 (1 of the 2 breakages, as selected):")
