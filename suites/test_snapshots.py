@@ -23,6 +23,7 @@ import pytest
 from pvchaos.chaos.csi_calls import calls, csi_call_fault
 from pvchaos.clusters.csi import SNAPSHOT_ORPHAN_SWEEP_SECONDS, UPSTREAM_SNAPSHOT_ORPHAN_SWEEP_SECONDS
 from pvchaos.conformance import messages
+from pvchaos.conformance import topology_class as tc
 from pvchaos.conformance.topology_class import TopologyClass
 from pvchaos.kit import expect as x
 from pvchaos.kit import measure
@@ -45,6 +46,7 @@ PINNING = (TopologyClass.ZONE, TopologyClass.NODE, TopologyClass.REGION, Topolog
 READY_TIMEOUT = 90.0
 DELETE_SNAPSHOT = "/csi.v1.Controller/DeleteSnapshot"
 CONTENT_FINALIZER = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
+MANAGED_BY = "snapshot.storage.kubernetes.io/managed-by"  # distributed snapshotting's content label
 
 
 def _shell_pod(ws: Workspace, name: str, claim: str, script: str, node_selector: dict[str, str] | None = None) -> Obj:
@@ -172,6 +174,62 @@ def _pinned_restore_outcome(ws: Workspace, pod: str, claim: str, other: str) -> 
     if outcome == "restored-in-the-pinned-domain":
         x.runs_where_its_volume_is(ws, pod, claim)
     return outcome
+
+
+@allure.feature("Snapshots")
+@allure.story("a node-local volume's snapshot is cut on its node and restored there; a pod pinned elsewhere is told why")
+@pytest.mark.needs("snapshots", "dynamic-local", "real-kubelet")
+@pytest.mark.cluster(csi_node_snapshots=True)
+def test_node_local_snapshot_is_cut_and_restored_on_its_node(ws: Workspace) -> None:
+    """Upstream's distributed snapshotting, the way to snapshot a volume only its node can
+    read: the snapshot-controller (--enable-distributed-snapshotting) labels the content
+    with the first node matching the source PV's nodeAffinity, and only that node's
+    csi-snapshotter (--node-deployment) cuts it. The restore of a node-local snapshot
+    follows its source for pvchaos-csi (the copy is on that node's disk): an unpinned
+    reader runs there with the source's bytes, and a pod pinned to another node never runs
+    (volume node affinity conflict, explained as POD_PINNED_AWAY_FROM_VOLUME). For another
+    driver where the restore went is recorded, and the pinned pod gets one of the three
+    honest outcomes."""
+    sc = ws.local_class("snap-local")
+    ws.create(b.persistent_volume_claim("source", "1Gi", sc))
+    first, second = ws.node(), ws.node(index=1)
+    node = o.name(first)
+    _shell_pod(ws, "writer", "source", WRITER, ws.pin(first))
+    x.pod_runs(ws, "writer", timeout=120)
+    written = _checksum(ws, "writer")
+    snap = x.snapshot_ready(ws, "snap", "source", ws.snapshot_class(), READY_TIMEOUT)
+    content = ws.get("VolumeSnapshotContent", snap["status"]["boundVolumeSnapshotContentName"]) or {}
+    managed = (content.get("metadata", {}).get("labels") or {}).get(MANAGED_BY)
+    x.expect(managed == node, f"VolumeSnapshotContent {o.name(content)} is labelled {MANAGED_BY}={managed}; the "
+             f"snapshot-controller labels it with the node matching the source PV's nodeAffinity, {node}",
+             content, ws=ws)
+
+    _restored_claim(ws, "restored", sc, "VolumeSnapshot", "snap")
+    _shell_pod(ws, "reader", "restored", READER)
+    x.pod_runs(ws, "reader", timeout=120)
+    x.runs_where_its_volume_is(ws, "reader", "restored")
+    allowed = tc.allowed_nodes(x.bound_volume(ws, "restored"), ws.nodes())
+    if ws.cluster.has("pvchaos-csi-control"):
+        x.expect(allowed == {node}, f"the restore of a node-local snapshot of {node} is local to {node}, its PV "
+                 f"allows {sorted(allowed)}", x.bound_volume(ws, "restored"), ws=ws)
+    else:
+        measure.note("restored: on the source's node", str(allowed == {node}).lower())
+    read = _checksum(ws, "reader")
+    x.expect(read == written, f"the restored node-local volume holds the source's bytes (sha256 {written}), read "
+             f"{read}", ws.get("Pod", "reader"), ws=ws)
+
+    other = o.name(second)
+    _restored_claim(ws, "elsewhere", sc, "VolumeSnapshot", "snap")
+    with allure.step(f"a restore for a pod pinned to {other}, the snapshot's source on {node}"):
+        _shell_pod(ws, "stranger", "elsewhere", READER, ws.pin(second))
+    if ws.cluster.has("pvchaos-csi-control"):
+        x.pod_unschedulable(ws, "stranger", "NODE_AFFINITY_CONFLICT", timeout=90)
+        x.expect(tc.allowed_nodes(x.bound_volume(ws, "elsewhere"), ws.nodes()) == {node},
+                 f"the restore for a pod pinned to {other} is local to {node}, where the snapshot is",
+                 x.bound_volume(ws, "elsewhere"), ws=ws)
+        x.explained_as(ws, "stranger", "POD_PINNED_AWAY_FROM_VOLUME")
+        return
+    measure.note("pinned elsewhere", _pinned_restore_outcome(ws, "stranger", "elsewhere", other))
 
 
 @allure.feature("Snapshots")

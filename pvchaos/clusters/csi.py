@@ -146,6 +146,16 @@ class CsiOptions:
     # modify controller, while the cluster still claims modify-volume (a claim's new
     # VolumeAttributesClass then never reaches the driver; only the self-checks turn it on)
     fault_resizer_no_modify: bool = False
+    # Upstream's distributed snapshotting (the csi_node_snapshots cluster marker): no
+    # central csi-snapshotter; one beside each node plugin (--node-deployment, real kubelets
+    # only), the node plugin cutting the snapshots (pvchaos-csi node --node-snapshots), and
+    # the snapshot-controller labelling each content with the node that cuts it. The only
+    # way a node-local volume's bytes can be snapshotted: the controller cannot reach them.
+    node_snapshots: bool = False
+    # the snapshot-controller without --enable-distributed-snapshotting where node_snapshots
+    # asked for it: no content gets a node's label, so no node's csi-snapshotter takes one
+    # (only the self-checks turn it on)
+    fault_no_distributed_snapshotting: bool = False
 
     def __post_init__(self) -> None:
         if self.max_volumes_per_node < 0:
@@ -255,10 +265,14 @@ def snapshotter_args(binary: Path, paths: CsiPaths, kubeconfig: Path) -> list[st
             "--v=4"]
 
 
-def snapshot_controller_args(binary: Path, kubeconfig: Path) -> list[str]:
+def snapshot_controller_args(binary: Path, kubeconfig: Path, distributed: bool = False) -> list[str]:
     """The snapshot-controller: cluster-wide, needs no socket. It waits for the CRDs at
-    start (up to --retry-crd-interval-max), so they are applied before it is spawned."""
+    start (up to --retry-crd-interval-max), so they are applied before it is spawned.
+    `distributed` (upstream's distributed snapshotting): each new VolumeSnapshotContent is
+    labelled `snapshot.storage.kubernetes.io/managed-by: <node>`, the first node matching
+    the source PV's nodeAffinity, for the csi-snapshotter of that node."""
     return [str(binary), f"--kubeconfig={kubeconfig}", "--leader-election=false",
+            *(["--enable-distributed-snapshotting"] if distributed else []),
             f"--retry-interval-start={RETRY_START}", f"--retry-interval-max={RETRY_MAX}",
             f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}", "--v=4"]
 
@@ -343,7 +357,9 @@ def description(options: CsiOptions, provisioner_version: str, attacher_version:
             "csi volume limit": volume_limit_text(options),
             "csi capacity": (f"tracked (CSIStorageCapacity every {options.capacity_poll_seconds}s)"
                              if options.capacity_tracking else "not tracked (CSIDriver storageCapacity: false)"),
-            "csi retry interval": f"{RETRY_START} doubling to {RETRY_MAX}"}
+            "csi retry interval": f"{RETRY_START} doubling to {RETRY_MAX}",
+            "csi snapshots": ("cut on the nodes (distributed snapshotting: csi-snapshotter --node-deployment per node)"
+                              if options.node_snapshots else "cut by the controller (one csi-snapshotter)")}
 
 
 # ---- processes -------------------------------------------------------------------------
@@ -437,15 +453,20 @@ def spawn_snapshots(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, st
     if not binaries.snapshots:
         return {}
     assert binaries.snapshotter is not None and binaries.snapshot_controller is not None
-    procs = spawn_snapshot_controller(kubeconfig, binaries.snapshot_controller, start)
-    if options is None or not options.fault_no_copies:
+    distributed = options is not None and options.node_snapshots
+    procs = spawn_snapshot_controller(kubeconfig, binaries.snapshot_controller, start,
+                                      distributed and not (options is not None and options.fault_no_distributed_snapshotting))
+    if not distributed and (options is None or not options.fault_no_copies):  # distributed: one per node instead
         procs[SNAPSHOTTER] = start(SNAPSHOTTER, snapshotter_args(binaries.snapshotter, paths, kubeconfig), None)
     return procs
 
 
-def spawn_snapshot_controller(kubeconfig: Path, binary: Path, start: Starter) -> dict[str, subprocess.Popen[bytes]]:
-    """The cluster's half of snapshots alone (a vendor's package brings its csi-snapshotter)."""
-    return {SNAPSHOT_CONTROLLER: start(SNAPSHOT_CONTROLLER, snapshot_controller_args(binary, kubeconfig), None)}
+def spawn_snapshot_controller(kubeconfig: Path, binary: Path, start: Starter,
+                              distributed: bool = False) -> dict[str, subprocess.Popen[bytes]]:
+    """The cluster's half of snapshots alone (a vendor's package brings its csi-snapshotter);
+    `distributed`: contents labelled for the csi-snapshotters that run on nodes."""
+    return {SNAPSHOT_CONTROLLER: start(SNAPSHOT_CONTROLLER, snapshot_controller_args(binary, kubeconfig, distributed),
+                                       None)}
 
 
 def install_snapshot_api(kube: Kube, crds: Sequence[Path], timeout: float = START_TIMEOUT) -> None:

@@ -747,16 +747,35 @@ class KindBackend:
             procs = csi.spawn_stack(paths, self.kubeconfig, binaries, self.csi_options, book.start,
                                     data_root=kind_csi.data_root(self.directory))
             workers = kind_node_names(self.cluster, self.topology)
-            kind_csi.install_node_plugins(self.engine, workers, self.topology, binaries.driver, self.csi_options)
+            node_snapshotter = self._node_snapshotter(binaries)
+            kind_csi.install_node_plugins(self.engine, workers, self.topology, binaries.driver, self.csi_options,
+                                          node_snapshotter)
             kind_csi.create_csi_driver(self.kubeconfig, self.csi_options)
             if binaries.snapshots:
                 procs.update(csi.spawn_snapshots(paths, self.kubeconfig, binaries, book.start, self.csi_options))
             self._await_nodes_ready()
             csi.await_stack(paths, procs)
             waited = kind_csi.await_registration(kube, self.engine, workers, self.csi_options, self.cluster)
+            if node_snapshotter is not None:
+                kind_csi.await_node_snapshotters(self.engine, workers, self.cluster)
         finally:
             kube.api.close()
         _log(f"{csi.DRIVER_NAME} registered by the kubelet on {len(workers)} workers ({waited:.1f}s after Ready)")
+
+    def _node_snapshotter(self, binaries: csi.CsiBinaries) -> kind_csi.NodeSnapshotter | None:
+        """For snapshots cut on the nodes: the csi-snapshotter binary and the cluster's
+        in-network kubeconfig (its server is the control plane's container, which the
+        workers resolve on the cluster's network); None otherwise."""
+        if not (self.csi_options.node_snapshots and binaries.snapshots):
+            return None
+        assert self.directory is not None and binaries.snapshotter is not None
+        got = self._kind("get", "kubeconfig", "--internal", "--name", self.cluster, timeout=60)
+        if got.returncode != 0:
+            raise ClusterError(f"kind get kubeconfig --internal --name {self.cluster}: {last_line(got)}")
+        internal = self.directory / "kubeconfig-internal"
+        internal.write_text(got.stdout)
+        internal.chmod(0o600)
+        return kind_csi.NodeSnapshotter(binaries.snapshotter, internal)
 
     def _start_snapshot_api(self) -> None:
         """The cluster's half of snapshots for a vendor's package that runs csi-snapshotter,
@@ -771,7 +790,9 @@ class KindBackend:
         finally:
             kube.api.close()
         book = kind_csi.host_stack_book(self.directory, tie_to_parent=not self.detached)
-        csi.await_logged(paths, csi.spawn_snapshot_controller(self.kubeconfig, snapshots.controller, book.start))
+        csi.await_logged(paths, csi.spawn_snapshot_controller(self.kubeconfig, snapshots.controller, book.start,
+                                                              distributed=self.vendor is not None
+                                                              and self.vendor.package.snapshots_on_nodes))
 
     def _install_vendor(self, vendor: VendorStorage) -> None:
         """The vendor's images into every node, its manifests applied in name order, then the

@@ -35,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,13 @@ KUBELET_SOCKET = f"{PLUGIN_DIR}/csi.sock"  # the proxy's, which the kubelet dial
 NODE_PROXY_RULES = f"{NODE_DATA_ROOT}/proxy-rules.json"
 NODE_PROXY_LOG = "/var/log/pvchaos-csi/proxy-calls.jsonl"
 REGISTRATION_DIR = "/var/lib/kubelet/plugins_registry"
+# Distributed snapshotting (CsiOptions.node_snapshots): upstream's csi-snapshotter on every
+# worker, beside the node plugin, reaching the API server with the cluster's in-network
+# admin kubeconfig (`kind get kubeconfig --internal`), as a DaemonSet's would with its
+# service account
+SNAPSHOTTER_UNIT = "pvchaos-csi-snapshotter.service"
+NODE_SNAPSHOTTER_BINARY = "/usr/local/bin/csi-snapshotter"
+NODE_KUBECONFIG = "/etc/pvchaos-csi/kubeconfig"
 # What the rendered kind-config/multizone.yaml shows instead of this machine's state directory.
 ZONES_PLACEHOLDER = "<state dir>/kind-<cluster>/csi/zones"
 REGISTRATION_TIMEOUT = 90.0
@@ -103,7 +111,8 @@ def node_plugin_args(spec: NodeSpec, options: csi.CsiOptions) -> list[str]:
             f"--calls-log={NODE_CALLS_LOG}", f"--registration-dir={REGISTRATION_DIR}",
             *(["--fault-block-file"] if options.fault_block_file else []),
             *(["--fault-no-mount"] if options.fault_no_mount else []),
-            *(["--fault-ignore-mount-group"] if options.fault_ignore_mount_group else [])]
+            *(["--fault-ignore-mount-group"] if options.fault_ignore_mount_group else []),
+            *(["--node-snapshots"] if options.node_snapshots else [])]
 
 
 def node_unit(spec: NodeSpec, options: csi.CsiOptions) -> str:
@@ -118,6 +127,29 @@ def node_unit(spec: NodeSpec, options: csi.CsiOptions) -> str:
         "[Service]\n"
         f"ExecStartPre=/bin/mkdir -p {dirs}\n"
         f"ExecStart={shlex.join(node_plugin_args(spec, options))}\n"
+        "Restart=always\nRestartSec=1\n\n"
+        "[Install]\nWantedBy=multi-user.target\n")
+
+
+def node_snapshotter_args() -> list[str]:
+    """The node's csi-snapshotter (--node-deployment: it takes only the contents labelled
+    with its NODE_NAME), on the fault proxy's socket like the kubelet, so a node's rules
+    file fails its snapshot calls too."""
+    return [NODE_SNAPSHOTTER_BINARY, "--node-deployment", f"--csi-address={KUBELET_SOCKET}",
+            f"--kubeconfig={NODE_KUBECONFIG}", "--leader-election=false", f"--timeout={csi.OPERATION_TIMEOUT}",
+            f"--retry-interval-start={csi.RETRY_START}", f"--retry-interval-max={csi.RETRY_MAX}", "--v=4"]
+
+
+def node_snapshotter_unit(spec: NodeSpec) -> str:
+    """The systemd unit of the csi-snapshotter on one worker. Restart=always: it exits
+    when the plugin's socket is not there yet, and comes back when it is."""
+    return (
+        "[Unit]\n"
+        f"Description=csi-snapshotter --node-deployment for {csi.DRIVER_NAME} on {spec.name}\n"
+        f"After={UNIT}\n\n"
+        "[Service]\n"
+        f"Environment=NODE_NAME={spec.name}\n"
+        f"ExecStart={shlex.join(node_snapshotter_args())}\n"
         "Restart=always\nRestartSec=1\n\n"
         "[Install]\nWantedBy=multi-user.target\n")
 
@@ -171,10 +203,21 @@ def _run(engine: Engine, container: str, *args: str, timeout: float = 120) -> st
     return proc.stdout
 
 
+@dataclass(frozen=True)
+class NodeSnapshotter:
+    """What a worker needs to run its own csi-snapshotter: the static binary and the
+    cluster's in-network kubeconfig."""
+
+    binary: Path
+    kubeconfig: Path
+
+
 def install_node_plugin(engine: Engine, container: str, spec: NodeSpec, binary: Path,
-                        options: csi.CsiOptions) -> None:
+                        options: csi.CsiOptions, snapshotter: NodeSnapshotter | None = None) -> None:
     """Copy the static driver and its unit into one worker and start it (enabled, so a
-    `docker start` of the node starts it again)."""
+    `docker start` of the node starts it again); with `snapshotter`, the node's
+    csi-snapshotter too."""
+    units = [PROXY_UNIT, UNIT]
     with tempfile.TemporaryDirectory(prefix="pvchaos-csi-unit-") as tmp:
         unit, proxy = Path(tmp) / UNIT, Path(tmp) / PROXY_UNIT
         unit.write_text(node_unit(spec, options))
@@ -182,18 +225,47 @@ def install_node_plugin(engine: Engine, container: str, spec: NodeSpec, binary: 
         _run(engine, container, "cp", str(binary), f"{container}:{NODE_BINARY}")
         _run(engine, container, "cp", str(unit), f"{container}:{UNIT_PATH}")
         _run(engine, container, "cp", str(proxy), f"{container}:/etc/systemd/system/{PROXY_UNIT}")
+        if snapshotter is not None:
+            snap_unit = Path(tmp) / SNAPSHOTTER_UNIT
+            snap_unit.write_text(node_snapshotter_unit(spec))
+            _run(engine, container, "exec", container, "mkdir", "-p", str(Path(NODE_KUBECONFIG).parent))
+            _run(engine, container, "cp", str(snapshotter.binary), f"{container}:{NODE_SNAPSHOTTER_BINARY}")
+            _run(engine, container, "cp", str(snapshotter.kubeconfig), f"{container}:{NODE_KUBECONFIG}")
+            _run(engine, container, "cp", str(snap_unit), f"{container}:/etc/systemd/system/{SNAPSHOTTER_UNIT}")
+            units.append(SNAPSHOTTER_UNIT)
     _run(engine, container, "exec", container, "sh", "-c",
-         f"chmod 0755 {NODE_BINARY} && systemctl daemon-reload && systemctl enable --now {PROXY_UNIT} {UNIT}")
+         f"chmod 0755 {NODE_BINARY} && systemctl daemon-reload && systemctl enable --now {' '.join(units)}")
 
 
 def install_node_plugins(engine: Engine, containers: Mapping[str, str], topology: Topology, binary: Path,
-                         options: csi.CsiOptions) -> None:
+                         options: csi.CsiOptions, snapshotter: NodeSnapshotter | None = None) -> None:
     """Every worker at once (`containers`: node name -> container)."""
     specs = topology.nodes()
     with ThreadPoolExecutor(max_workers=min(8, len(specs))) as pool:
-        for future in [pool.submit(install_node_plugin, engine, containers[s.name], s, binary, options)
+        for future in [pool.submit(install_node_plugin, engine, containers[s.name], s, binary, options, snapshotter)
                        for s in specs]:
             future.result()
+
+
+def await_node_snapshotters(engine: Engine, containers: Mapping[str, str], cluster: str,
+                            timeout: float = REGISTRATION_TIMEOUT) -> None:
+    """Until every worker's csi-snapshotter logged its start line (it probed the node
+    plugin and found CREATE_DELETE_SNAPSHOT); on timeout ONE line with the first missing
+    node's journal tail."""
+    ready = csi.READY_LOG[csi.SNAPSHOTTER]
+    check = f"journalctl -u {SNAPSHOTTER_UNIT} --no-pager -o cat | grep -qF {shlex.quote(ready)}"
+    deadline = time.monotonic() + timeout
+    missing = sorted(containers)
+    while missing and time.monotonic() < deadline:
+        missing = [n for n in missing
+                   if docker(engine, ["exec", containers[n], "sh", "-c", check], timeout=30).returncode != 0]
+        if missing:
+            time.sleep(0.5)
+    if missing:
+        first = missing[0]
+        tail = _tail(engine, containers[first], f"journalctl -u {SNAPSHOTTER_UNIT} --no-pager -n 3 -o cat")
+        raise ClusterError(f"kind cluster {cluster}: csi-snapshotter --node-deployment did not start within "
+                           f"{timeout:.0f}s on {', '.join(missing)}; on {first}: {tail}".replace("\n", " "))
 
 
 def _tail(engine: Engine, container: str, command: str) -> str:

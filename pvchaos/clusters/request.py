@@ -49,6 +49,8 @@ class ClusterRequest:
     csi_capacity_poll_seconds: int = 0  # 0: the stack's default
     csi_fs_group_policy: str = ""  # the CSIDriver's fsGroupPolicy; "": the stack's default (File)
     csi_attach_required: bool = True  # the CSIDriver's attachRequired
+    # snapshots cut on the nodes (upstream's distributed snapshotting; CsiOptions.node_snapshots)
+    csi_node_snapshots: bool = False
 
     @classmethod
     def from_marker(cls, kwargs: dict[str, Any]) -> ClusterRequest:
@@ -72,7 +74,7 @@ class ClusterRequest:
             max_volumes_per_node=self.csi_max_volumes_per_node or CsiOptions().max_volumes_per_node,
             capacity_poll_seconds=self.csi_capacity_poll_seconds or CsiOptions().capacity_poll_seconds,
             fs_group_policy=self.csi_fs_group_policy or CsiOptions().fs_group_policy,
-            attach_required=self.csi_attach_required)
+            attach_required=self.csi_attach_required, node_snapshots=self.csi_node_snapshots)
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.__dict__.items() if v != getattr(ClusterRequest(), k)]
@@ -111,4 +113,4 @@ class CannotProvide(Exception):
 # what `shaped-clusters` backends start: the shape, the gates and how the CSI stack runs
 SHAPE_FIELDS = ("zones", "nodes_per_zone", "feature_gates", "csi_capacity_tracking", "csi_strict_topology",
                 "csi_immediate_topology", "csi_max_volumes_per_node", "csi_capacity_poll_seconds",
-                "csi_fs_group_policy", "csi_attach_required")
+                "csi_fs_group_policy", "csi_attach_required", "csi_node_snapshots")

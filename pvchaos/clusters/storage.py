@@ -77,6 +77,9 @@ def vendor_refusal(package: DriverPackage, csi: CsiOptions) -> str | None:
     if csi.attach_required != default.attach_required:
         return (f"driver {name}: its CSIDriver's attachRequired is the package's own; the test needs "
                 f"attachRequired {str(csi.attach_required).lower()}, which the harness sets on pvchaos-csi only")
+    if csi.node_snapshots and not package.snapshots_on_nodes:
+        return (f"driver {name}: its package runs no csi-snapshotter with --node-deployment; the test needs "
+                f"snapshots cut on the nodes (distributed snapshotting), which the harness sets on pvchaos-csi only")
     if csi.fs_group_policy != default.fs_group_policy:
         return (f"driver {name}: its CSIDriver's fsGroupPolicy is the package's own; the test needs "
                 f"fsGroupPolicy {csi.fs_group_policy}, which the harness sets on pvchaos-csi only")

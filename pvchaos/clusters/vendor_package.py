@@ -102,6 +102,21 @@ class DriverPackage:
         return any("csi-snapshotter" in normalise_image(i).rsplit("/", 1)[-1] for w in self.workloads for i in w.images)
 
     @property
+    def snapshots_on_nodes(self) -> bool:
+        """Its csi-snapshotter runs per node (`--node-deployment`, upstream's distributed
+        snapshotting): the cluster's snapshot-controller must then label each content with
+        the node that cuts it (`--enable-distributed-snapshotting`), or no sidecar takes it."""
+        for _, obj in self.objects:
+            pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+            for c in pod.get("containers") or []:
+                if not isinstance(c, dict) or "csi-snapshotter" not in normalise_image(str(c.get("image", ""))):
+                    continue
+                args = [str(a) for a in c.get("args") or []]
+                if "--node-deployment" in args or "--node-deployment=true" in args:
+                    return True
+        return False
+
+    @property
     def runs_resizer(self) -> bool:
         """A container of the package runs upstream's csi-resizer sidecar: the driver's part
         of expansion and of VolumeAttributesClass changes (kube-controller-manager's expand

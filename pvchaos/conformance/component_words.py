@@ -110,3 +110,34 @@ def unattached_volumes(node: str, pvs: Sequence[KubeObject], attachments: Sequen
             continue
         problems.append(attachment_problem(attachment, driver, pv_name, node))
     return problems
+
+
+MANAGED_BY = "snapshot.storage.kubernetes.io/managed-by"  # distributed snapshotting's content label
+
+
+def unready_snapshot(snapshot: KubeObject | None, content: KubeObject | None) -> str:
+    """Why a VolumeSnapshot is not ready, in the words of the object that stopped: the
+    content's error (the csi-snapshotter's), or who should have cut it and did not. A
+    content labelled `managed-by: <node>` waits for that node's csi-snapshotter
+    (--node-deployment) alone; an unlabelled one for a central csi-snapshotter, as a
+    --node-deployment sidecar never takes it."""
+    name = str(dig(snapshot or {}, "metadata", "name") or "?")
+    error = dig(snapshot or {}, "status", "error", "message")
+    if content is None:
+        bound = dig(snapshot or {}, "status", "boundVolumeSnapshotContentName")
+        said = f"; its error: {error}" if error else ""
+        return (f"VolumeSnapshot {name} has no VolumeSnapshotContent{' (' + str(bound) + ' is gone)' if bound else ''}: "
+                f"the snapshot-controller made none{said}")
+    content_name = str(dig(content, "metadata", "name"))
+    content_error = dig(content, "status", "error", "message")
+    if content_error:
+        return f"VolumeSnapshotContent {content_name} of VolumeSnapshot {name}: {content_error}"
+    if dig(content, "status", "snapshotHandle"):
+        return f"VolumeSnapshotContent {content_name} has a snapshot handle but readyToUse is not true"
+    node = dig(content, "metadata", "labels", MANAGED_BY)
+    if node:
+        return (f"VolumeSnapshotContent {content_name} is labelled {MANAGED_BY}={node} and no snapshot was cut: "
+                f"only node {node}'s csi-snapshotter (--node-deployment) takes it, and it did not answer")
+    return (f"VolumeSnapshotContent {content_name} has no {MANAGED_BY} label and no snapshot was cut: a central "
+            f"csi-snapshotter takes it (one run with --node-deployment never does, so with snapshots cut on the "
+            f"nodes the snapshot-controller must run with --enable-distributed-snapshotting)")

@@ -54,9 +54,12 @@ def snapshot_ready(ws: Workspace, name: str, claim: str, snapshot_class: str, ti
     """A VolumeSnapshot of the claim, created and waited for until readyToUse, with its
     VolumeSnapshotContent bound (the snapshot-controller and the driver's csi-snapshotter)."""
     ws.create(b.volume_snapshot(name, claim, snapshot_class))
-    snap = wait_for(ws.kube, "VolumeSnapshot", name, lambda s: (s.get("status") or {}).get("readyToUse") is True,
-                    f"VolumeSnapshot {name} of {claim}: status.readyToUse true (snapshot-controller and the "
-                    f"driver's csi-snapshotter)", ws.namespace, timeout)
+    try:
+        snap = wait_for(ws.kube, "VolumeSnapshot", name, lambda s: (s.get("status") or {}).get("readyToUse") is True,
+                        f"VolumeSnapshot {name} of {claim}: status.readyToUse true (snapshot-controller and the "
+                        f"driver's csi-snapshotter)", ws.namespace, timeout)
+    except ConditionNotReached as exc:
+        raise ConditionNotReached(f"{_unready_snapshot(ws, name)}\n{exc}") from None
     content = (snap.get("status") or {}).get("boundVolumeSnapshotContentName")
     expect(bool(content) and ws.get("VolumeSnapshotContent", str(content)) is not None,
            f"VolumeSnapshot {name} names its VolumeSnapshotContent", snap, ws=ws)
@@ -162,6 +165,16 @@ def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60
 # ---- pods --------------------------------------------------------------------------------
 
 @allure.step("pod {name} runs")
+def _unready_snapshot(ws: Workspace, name: str) -> str:
+    """The snapshot and its content as they stood when the wait ran out, in their words."""
+    snap = ws.get("VolumeSnapshot", name)
+    bound = ((snap or {}).get("status") or {}).get("boundVolumeSnapshotContentName")
+    if not bound:  # the content is named after the snapshot's uid before the status says so
+        uid = ((snap or {}).get("metadata") or {}).get("uid")
+        bound = f"snapcontent-{uid}" if uid else None
+    return component_words.unready_snapshot(snap, ws.get("VolumeSnapshotContent", str(bound)) if bound else None)
+
+
 def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
     """Running; and each of its dynamically provisioned volumes where its node was selected.
     A pod that never runs because a volume was never attached says which VolumeAttachment

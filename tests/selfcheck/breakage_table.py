@@ -32,7 +32,7 @@ PLUGIN_OF: dict[str, tuple[str, str]] = {
                                    "no-reschedule", "wrong-zone", "no-copies", "no-resize-admission", "no-mount",
                                    "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file",
                                    "no-inline", "pv-affinity-denied", "pv-affinity-defaulted",
-                                   "attach-anyway", "resizer", "resizer-no-modify")},
+                                   "attach-anyway", "resizer", "resizer-no-modify", "no-distributed-snapshotting")},
     **{b: CHAOS_BREAKAGE for b in ("node-lifecycle", "taint-eviction", "wrong-mutation-table", "wrong-kubelet-table",
                                    "wrong-fs-group-change-table")},
 }
@@ -128,6 +128,9 @@ TABLE: dict[str, Entry] = {
         "nodevolumelimits", "without NodeVolumeLimits the full node takes the pod with one more claim, so the test "
         "cannot tell the inline volumes were left out of the count (on kind, no-inline fails it too: the inline pod "
         "never runs)"),
+    f"{SN}::test_node_local_snapshot_is_cut_and_restored_on_its_node": _k(
+        "no-distributed-snapshotting", "the snapshot-controller's distributed snapshotting alone labels the content "
+        "with its node; without it no node's csi-snapshotter takes the content and the snapshot is never ready"),
     f"{SN}::test_restore_has_the_source_bytes_and_its_pod_follows_the_volume": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_restore_for_a_pod_pinned_elsewhere": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_snapshot_outlives_its_source": _e("no-copies", _NO_SNAPSHOTS),

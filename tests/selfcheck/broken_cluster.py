@@ -116,6 +116,10 @@ Breakages (what a real cluster gets wrong, made on purpose):
 - `node-plugin-returns` (kind only): a keeper unit on every worker starts the node plugin
   again within a second of any stop (as a DaemonSet's kubelet restarts its pod), so the
   plugin a test stops comes back and registers again: a fault that does not hold;
+- `no-distributed-snapshotting` (kind only): where a test asked for snapshots cut on the
+  nodes (the `csi_node_snapshots` marker), the snapshot-controller runs without
+  `--enable-distributed-snapshotting`, as a cluster add-on deployed without it would: no
+  content gets a node's label, so no node's csi-snapshotter takes it;
 - `upgrade-pv-binder`: the cluster starts healthy, but an in-place upgrade
   (suites/test_upgrade.py) starts the new kube-controller-manager without
   `persistentvolume-binder-controller` (the same name in 1.35 to 1.37), as an upgrade
@@ -199,9 +203,12 @@ BREAKAGES: dict[str, str] = {
     "block-file": "node plugin with --fault-block-file: a block volume's backing file published as it is, no device",
     "fs-group-policy-file": "CSIDriver fsGroupPolicy File where a test asked for another",
     "attach-anyway": "CSIDriver attachRequired true where a test asked for false",
+    "no-distributed-snapshotting": "snapshot-controller without --enable-distributed-snapshotting where a test "
+                                   "asked for snapshots cut on the nodes",
 }
 # real kubelets: refused on local
-KIND_ONLY = ("no-mount", "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file")
+KIND_ONLY = ("no-mount", "fsgroup-ignored", "node-plugin-returns", "block-file", "fs-group-policy-file",
+             "no-distributed-snapshotting")
 KIND_BREAKAGES = ("pv-binder", "pod-gc", "attach-detach", "zone-threshold", "csi-no-topology", "wrong-zone", "no-copies",
                   "csi-proxy-inert", "no-capacity-tracking", "gate-on", "no-inline", "attach-anyway", "resizer-no-modify",
                   *KIND_ONLY)
@@ -257,7 +264,8 @@ def break_config(cfg: LocalClusterConfig, what: str) -> LocalClusterConfig:
 
 
 _CSI = ("csi-no-topology", "wrong-zone", "no-copies", "csi-proxy-inert", "no-capacity-tracking", "no-mount",
-        "fsgroup-ignored", "block-file", "fs-group-policy-file", "no-inline", "attach-anyway", "resizer-no-modify")
+        "fsgroup-ignored", "block-file", "fs-group-policy-file", "no-inline", "attach-anyway", "resizer-no-modify",
+        "no-distributed-snapshotting")
 
 
 def break_csi(options: CsiOptions, what: str) -> CsiOptions:
@@ -268,7 +276,8 @@ def break_csi(options: CsiOptions, what: str) -> CsiOptions:
               "fsgroup-ignored": {"fault_ignore_mount_group": True}, "block-file": {"fault_block_file": True},
               "fs-group-policy-file": {"fs_group_policy": "File"}, "no-inline": {"fault_no_inline": True},
               "attach-anyway": {"fault_attach_anyway": True},
-              "resizer-no-modify": {"fault_resizer_no_modify": True}}[what]
+              "resizer-no-modify": {"fault_resizer_no_modify": True},
+              "no-distributed-snapshotting": {"fault_no_distributed_snapshotting": True}}[what]
     return replace(options, **switch)
 
 

@@ -89,3 +89,22 @@ def test_volumes_that_need_no_attachment_or_are_attached_are_not_named() -> None
     assert words.unattached_volumes("n1", [_pv(driver=None)], [], {}) == [], "not a CSI volume"
     elsewhere = words.unattached_volumes("n2", [_pv()], [_va({"attached": True})], {"csi.pvchaos.dev": DRIVER})
     assert elsewhere and elsewhere[0].startswith("no VolumeAttachment of pv-1 to n2"), "attached to another node"
+
+
+def _snapshot(**status: object) -> dict[str, object]:
+    return {"metadata": {"name": "snap", "uid": "u1"}, "status": status}
+
+
+def _content(labels: dict[str, str] | None = None, **status: object) -> dict[str, object]:
+    return {"metadata": {"name": "snapcontent-u1", "labels": labels or {}}, "status": status}
+
+
+def test_an_unready_snapshot_names_who_should_have_cut_it() -> None:
+    assert "made none" in words.unready_snapshot(_snapshot(), None)
+    failed = words.unready_snapshot(_snapshot(), _content(error={"message": "rpc error: code = NotFound"}))
+    assert failed == "VolumeSnapshotContent snapcontent-u1 of VolumeSnapshot snap: rpc error: code = NotFound"
+    node = words.unready_snapshot(_snapshot(), _content({words.MANAGED_BY: "kind-worker2"}))
+    assert "only node kind-worker2's csi-snapshotter (--node-deployment) takes it" in node
+    central = words.unready_snapshot(_snapshot(), _content())
+    assert "--enable-distributed-snapshotting" in central and "no snapshot.storage.kubernetes.io/managed-by" in central
+    assert "has a snapshot handle" in words.unready_snapshot(_snapshot(), _content(snapshotHandle="h"))

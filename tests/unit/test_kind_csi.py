@@ -108,3 +108,15 @@ def test_nodes_give_their_loop_devices_back_before_they_are_deleted(monkeypatch)
     script = calls[0][-1]
     assert script.index(kind_csi.KUBELET_BLOCK_DIR) < script.index(kind_csi.NODE_DATA_ROOT) and "release-loops" in script
     assert kind_csi.release_loop_devices(object(), []) == []  # type: ignore[arg-type]
+
+
+def test_snapshots_cut_on_the_nodes_run_a_csi_snapshotter_beside_each_node_plugin() -> None:
+    spec = Topology().nodes()[3]  # zone-b-2
+    assert "--node-snapshots" in kind_csi.node_plugin_args(spec, CsiOptions(node_snapshots=True))
+    assert "--node-snapshots" not in kind_csi.node_plugin_args(spec, CsiOptions())
+    unit = kind_csi.node_snapshotter_unit(spec)
+    assert "Environment=NODE_NAME=zone-b-2" in unit and "Restart=always" in unit
+    argv = shlex.split(next(ln for ln in unit.splitlines() if ln.startswith("ExecStart=")).removeprefix("ExecStart="))
+    assert argv[0] == kind_csi.NODE_SNAPSHOTTER_BINARY and "--node-deployment" in argv
+    assert f"--csi-address={kind_csi.KUBELET_SOCKET}" in argv, "on the node's fault proxy, like the kubelet"
+    assert f"--kubeconfig={kind_csi.NODE_KUBECONFIG}" in argv and "--leader-election=false" in argv

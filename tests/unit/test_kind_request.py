@@ -78,6 +78,8 @@ def test_a_shaped_request_keeps_the_vendor_package_and_refuses_what_only_pvchaos
         KindBackend.for_request(ClusterRequest(csi_max_volumes_per_node=1), defaults(True), cluster="t")
     with pytest.raises(CannotProvide, match="fsGroupPolicy None"):
         KindBackend.for_request(ClusterRequest(csi_fs_group_policy="None"), defaults(True), cluster="t")
+    with pytest.raises(CannotProvide, match="no csi-snapshotter with --node-deployment"):
+        KindBackend.for_request(ClusterRequest(csi_node_snapshots=True), defaults(True), cluster="t")
     with pytest.raises(CannotProvide, match="disabled_controllers"):
         KindBackend.for_request(ClusterRequest(disabled_controllers=("ttl",)), defaults(False), cluster="t")
     harness = KindBackend.for_request(ClusterRequest(csi_capacity_tracking=True), defaults(False), cluster="t")
@@ -98,3 +100,32 @@ def test_a_running_cluster_is_rebuilt_from_its_spec(tmp_path: Path) -> None:
         assert again.capabilities() == backend.capabilities() and again.image == backend.image
         assert type(again.storage) is type(backend.storage)
         assert again.csi_options == backend.csi_options
+
+
+def test_snapshots_cut_on_the_nodes_are_a_kind_shape_and_refused_on_local() -> None:
+    """Distributed snapshotting needs a node plugin beside each csi-snapshotter: kind starts
+    it for pvchaos-csi; local (KWOK nodes) says why not in one line."""
+    from pvchaos.clusters.local.provider import LocalProvider
+    from pvchaos.clusters.provider import ProvideHooks
+
+    nodes = KindBackend.for_request(ClusterRequest(csi_node_snapshots=True), defaults(False), cluster="t")
+    assert isinstance(nodes.storage, HarnessStorage) and nodes.storage.csi.node_snapshots
+    assert Capability.SNAPSHOTS in nodes.capabilities()
+    with pytest.raises(CannotProvide, match="needs real kubelets"):
+        LocalProvider().config_for(ClusterRequest(csi_node_snapshots=True), defaults(False), ProvideHooks())
+
+
+def test_a_package_whose_csi_snapshotter_runs_per_node_is_told_apart(tmp_path: Path) -> None:
+    """`--node-deployment` on a package's csi-snapshotter: the cluster's snapshot-controller
+    must label contents for it, and a test asking for node-cut snapshots may run."""
+    import shutil
+
+    assert not load_package(EXAMPLE, need_images=False).snapshots_on_nodes
+    copy = tmp_path / "pkg"
+    shutil.copytree(EXAMPLE, copy)
+    manifest = copy / "03-controller.yaml"
+    image = "image: pvchaos.dev/vendor/csi-snapshotter:v8.7.0\n          args: ["
+    assert image in manifest.read_text(), "the example package runs a csi-snapshotter with args"
+    manifest.write_text(manifest.read_text().replace(image, image + '"--node-deployment", '))
+    package = load_package(copy, need_images=False)
+    assert package.snapshots_on_nodes

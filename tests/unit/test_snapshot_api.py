@@ -123,3 +123,28 @@ def test_a_vendor_has_snapshots_only_with_the_capability_and_a_snapshot_class() 
     unset = _profile({"FromName": True}, {})
     assert "snapshotDataSource unset" in str(skip_reason(unset, Capability.SNAPSHOTS))
     assert "pvcDataSource unset" in str(skip_reason(unset, Capability.CLONES))
+
+
+def test_snapshots_cut_on_the_nodes_start_no_central_sidecar_and_a_labelling_controller() -> None:
+    """Distributed snapshotting: a central csi-snapshotter would take every content, so none
+    runs; the snapshot-controller labels contents for the nodes' sidecars, unless the
+    no-distributed-snapshotting breakage leaves the flag out."""
+    bins = csi.CsiBinaries(Path("/bin/pvchaos-csi"), Path("/bin/csi-provisioner"), Path("/bin/csi-attacher"),
+                          Path("/bin/csi-resizer"), Path("/bin/csi-snapshotter"), Path("/bin/snapshot-controller"),
+                          (Path("/crds/a.yaml"),))
+    started: dict[str, list[str]] = {}
+
+    def start(component: str, argv: list[str], env: object) -> object:
+        started[component] = argv
+        return object()
+    csi.spawn_snapshots(csi.paths_for(D), D / "kubeconfig", bins, start, csi.CsiOptions(node_snapshots=True))  # type: ignore[arg-type]
+    assert list(started) == [csi.SNAPSHOT_CONTROLLER]
+    assert "--enable-distributed-snapshotting" in started[csi.SNAPSHOT_CONTROLLER]
+    started.clear()
+    csi.spawn_snapshots(csi.paths_for(D), D / "kubeconfig", bins, start,  # type: ignore[arg-type]
+                        csi.CsiOptions(node_snapshots=True, fault_no_distributed_snapshotting=True))
+    assert "--enable-distributed-snapshotting" not in started[csi.SNAPSHOT_CONTROLLER]
+    started.clear()
+    csi.spawn_snapshots(csi.paths_for(D), D / "kubeconfig", bins, start, csi.CsiOptions())  # type: ignore[arg-type]
+    assert set(started) == {csi.SNAPSHOT_CONTROLLER, csi.SNAPSHOTTER}
+    assert "--enable-distributed-snapshotting" not in started[csi.SNAPSHOT_CONTROLLER]

@@ -58,6 +58,10 @@ class LocalProvider:
         if not isinstance(storage, HarnessStorage):
             raise CannotProvide(f"backend local: cannot run driver {storage.driver}'s package (KWOK nodes have no "
                                 f"kubelet to run its node plugin)")
+        if storage.csi.node_snapshots:
+            raise CannotProvide("backend local: cannot cut snapshots on the nodes (distributed snapshotting): KWOK "
+                                "nodes run no node plugin for a csi-snapshotter to sit beside, and a node-local "
+                                "volume has no bytes there; it needs real kubelets (--backend kind)")
         topo = defaults.topology
         if request.zones is not None or request.nodes_per_zone is not None:
             topo = replace(topo, zones=request.zones or topo.zones,

@@ -36,6 +36,7 @@ type options struct {
 	faultNever      bool
 	faultAttachMax  int
 	snapshots       bool
+	nodeSnapshots   bool
 }
 
 func (o options) controller() bool { return o.mode == "controller" || o.mode == "all" }
@@ -92,6 +93,8 @@ func parseFlags(mode string, args []string) (options, error) {
 		fs.StringVar(&o.registrationDir, "registration-dir", "", "kubelet plugins_registry dir: serve <dir>/<driver>-reg.sock")
 		fs.StringVar(&o.kubeletEndpoint, "kubelet-endpoint", "",
 			"unix:///path.sock the kubelet is told to dial (a fault proxy in front of --endpoint; default: --endpoint)")
+		fs.BoolVar(&o.nodeSnapshots, "node-snapshots", false,
+			"serve CreateSnapshot and DeleteSnapshot on this node, for a csi-snapshotter run beside it with --node-deployment (upstream's distributed snapshotting): node-local snapshots stay on the node's disk")
 	}
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -67,11 +67,15 @@ func run(o options) int {
 		csi.RegisterControllerServer(csiServer, ctrl)
 	}
 	if o.node() {
-		csi.RegisterNodeServer(csiServer, driver.NewNode(driver.NodeConfig{
+		nodeCfg := driver.NodeConfig{
 			NodeID: o.nodeID, Zone: o.zone, Hostname: o.hostname, MaxVolumes: o.maxVolumes, DataRoot: o.dataRoot,
 			NoTopology: o.faultNoTopology, BlockFile: o.faultBlockFile, NoMount: o.faultNoMount,
 			IgnoreMountGroup: o.faultMountGroup, NodeKey: o.nodeKey, Labels: labels,
-		}, log))
+		}
+		csi.RegisterNodeServer(csiServer, driver.NewNode(nodeCfg, log))
+		if o.nodeSnapshots { // only in `node` mode: `all` serves the controller's own snapshots
+			csi.RegisterControllerServer(csiServer, driver.NewNodeSnapshots(nodeCfg, log))
+		}
 	}
 
 	errs := make(chan error, 2)

@@ -241,6 +241,9 @@ func (c *Controller) csiVolume(v *Volume) *csi.Volume {
 	if v.Node != "" {
 		vctx[CtxNode] = v.Node
 	}
+	if mode, _, cut := ParseNodeSnapshotID(v.SourceSnapshot); cut && mode == ModeNode && v.Mode == ModeNode {
+		vctx[CtxNodeSnapshot] = v.SourceSnapshot // its node fills it at the first stage
+	}
 	return &csi.Volume{
 		VolumeId: v.ID, CapacityBytes: v.CapacityBytes, VolumeContext: vctx, ContentSource: contentSource(v),
 		AccessibleTopology: toTopology(v.Placement().AccessibleTopology(v.Mode), c.cfg.NodeKey),

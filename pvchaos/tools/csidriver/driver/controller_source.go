@@ -40,7 +40,12 @@ func (c *Controller) resolveSource(name string, src *csi.VolumeContentSource, p 
 		id := src.GetSnapshot().GetSnapshotId()
 		s := c.st.Snapshots[id]
 		if s == nil {
-			return o, 0, status.Errorf(codes.NotFound, "volume %q: source snapshot %q does not exist", name, id)
+			cut, err := c.nodeCutOrigin(name, id)
+			if err != nil {
+				return o, 0, err
+			}
+			o = cut
+			break
 		}
 		o = origin{kind: "snapshot", id: id, mode: s.Mode, place: s.Placement(), size: s.SizeBytes, dir: s.Dir, snapshot: id}
 	case src.GetVolume() != nil:
@@ -71,6 +76,31 @@ func (c *Controller) resolveSource(name string, src *csi.VolumeContentSource, p 
 			name, o, o.place.Zone, o.place.Node, requisite)
 	}
 	return o, size, nil
+}
+
+// nodeCutOrigin resolves a snapshot a node plugin cut (node_snapshot.go), known by its id
+// alone: a node-local one is restored on its node (the bytes are copied there at the first
+// stage, so `dir` stays empty here); a zonal one from the zone's shared directory, which
+// this controller reaches under --data-root. Its size is unknown (the claim sizes it).
+func (c *Controller) nodeCutOrigin(name, id string) (origin, error) {
+	mode, where, ok := ParseNodeSnapshotID(id)
+	if !ok {
+		return origin{}, status.Errorf(codes.NotFound, "volume %q: source snapshot %q does not exist", name, id)
+	}
+	o := origin{kind: "snapshot", id: id, mode: mode, snapshot: id}
+	if mode == ModeNode {
+		o.place = Placement{Node: where}
+		return o, nil
+	}
+	o.place = Placement{Zone: where}
+	if c.cfg.DataRoot != "" {
+		o.dir = filepath.Join(c.cfg.DataRoot, "zones", where, "snapshots", id)
+		if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
+			return origin{}, status.Errorf(codes.NotFound, "volume %q: source snapshot %q was cut in zone %s, but %s is not there",
+				name, id, where, o.dir)
+		}
+	}
+	return o, nil
 }
 
 // sourceSize is the new volume's size: at least the source's (required_bytes is a

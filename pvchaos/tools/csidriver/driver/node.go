@@ -128,7 +128,11 @@ func (n *Node) checkLocal(id string, vctx map[string]string) error {
 // root's mode; resetting it at every stage made OnRootMismatch walk again on a new node.
 func (n *Node) ensureBacking(id string, vctx map[string]string, block bool) (string, error) {
 	dir := n.backingDir(id, vctx)
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) && vctx[CtxNodeSnapshot] != "" {
+		if err := n.fillFromNodeSnapshot(dir, vctx); err != nil { // a restore of a snapshot kept here
+			return "", err
+		}
+	} else if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return "", err
 		}
