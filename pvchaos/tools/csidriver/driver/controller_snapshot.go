@@ -62,16 +62,8 @@ func (c *Controller) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshot
 		return nil, errNoSnapshots
 	}
 	name, source := req.GetName(), req.GetSourceVolumeId()
-	switch {
-	case name == "":
-		return nil, status.Error(codes.InvalidArgument, "name missing")
-	case source == "":
-		return nil, status.Errorf(codes.InvalidArgument, "snapshot %q: source_volume_id missing", name)
-	}
-	for _, key := range sortedKeys(req.GetParameters()) {
-		if strings.HasPrefix(key, ParamPrefix) {
-			return nil, status.Errorf(codes.InvalidArgument, "snapshot %q: unknown parameter %q (a snapshot class takes no %s keys)", name, key, ParamPrefix)
-		}
+	if err := checkSnapshotRequest(req); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -114,6 +106,25 @@ func (c *Controller) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshot
 	}
 	c.log.Eventf("created snapshot %s name=%q of volume %s (%s) bytes=%d", s.ID, name, v.ID, from, s.SizeBytes)
 	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(s)}, nil
+}
+
+// checkSnapshotRequest: INVALID_ARGUMENT for a request without name or source, or with
+// a pvchaos.dev/ parameter (a snapshot class takes none); the controller's and a node's
+// CreateSnapshot alike.
+func checkSnapshotRequest(req *csi.CreateSnapshotRequest) error {
+	name := req.GetName()
+	switch {
+	case name == "":
+		return status.Error(codes.InvalidArgument, "name missing")
+	case req.GetSourceVolumeId() == "":
+		return status.Errorf(codes.InvalidArgument, "snapshot %q: source_volume_id missing", name)
+	}
+	for _, key := range sortedKeys(req.GetParameters()) {
+		if strings.HasPrefix(key, ParamPrefix) {
+			return status.Errorf(codes.InvalidArgument, "snapshot %q: unknown parameter %q (a snapshot class takes no %s keys)", name, key, ParamPrefix)
+		}
+	}
+	return nil
 }
 
 // DeleteSnapshot is idempotent: an unknown id is OK. Volumes restored from the snapshot

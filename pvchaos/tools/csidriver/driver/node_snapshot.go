@@ -106,18 +106,11 @@ func isDir(path string) bool {
 // its zone's. A volume with neither (never staged on a node of this zone) is NOT_FOUND.
 func (s *NodeSnapshots) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
 	name, source := req.GetName(), req.GetSourceVolumeId()
-	switch {
-	case name == "":
-		return nil, status.Error(codes.InvalidArgument, "name missing")
-	case source == "":
-		return nil, status.Errorf(codes.InvalidArgument, "snapshot %q: source_volume_id missing", name)
-	case s.cfg.DataRoot == "":
-		return nil, status.Errorf(codes.FailedPrecondition, "snapshot %q: node %s has no --data-root, so no bytes to copy", name, s.cfg.NodeID)
+	if err := checkSnapshotRequest(req); err != nil {
+		return nil, err
 	}
-	for _, key := range sortedKeys(req.GetParameters()) {
-		if strings.HasPrefix(key, ParamPrefix) {
-			return nil, status.Errorf(codes.InvalidArgument, "snapshot %q: unknown parameter %q (a snapshot class takes no %s keys)", name, key, ParamPrefix)
-		}
+	if s.cfg.DataRoot == "" {
+		return nil, status.Errorf(codes.FailedPrecondition, "snapshot %q: node %s has no --data-root, so no bytes to copy", name, s.cfg.NodeID)
 	}
 	mode, where, from := ModeNode, s.cfg.Hostname, filepath.Join(s.cfg.DataRoot, "local", source)
 	if !isDir(from) {
