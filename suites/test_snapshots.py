@@ -134,13 +134,32 @@ def test_restore_for_a_pod_pinned_elsewhere(ws: Workspace) -> None:
     conflict, explained as POD_PINNED_AWAY_FROM_VOLUME). A driver that restores across zones
     runs the pod in zone-b; one that refuses says ProvisioningFailed. No other outcome is right."""
     x.applies_to(ws, *PINNING)
-    topo = ws.topology()
-    assert topo.key is not None
     sc, domain, _ = _source(ws)
     x.snapshot_ready(ws, "snap", "source", ws.snapshot_class(), READY_TIMEOUT)
+    _copy_for_a_pod_pinned_elsewhere(ws, sc, domain, "VolumeSnapshot", "snap")
+
+
+@allure.feature("Clones")
+@allure.story("a clone for a pod pinned to another domain: placed there, or Pending with the reason")
+@pytest.mark.needs("clones", "zones")
+def test_clone_for_a_pod_pinned_elsewhere(ws: Workspace) -> None:
+    """The restore's incident with a clone: a claim cloned from a zone-a claim for a pod that
+    must run in zone-b. The same three honest outcomes; pvchaos-csi keeps the clone with
+    its source (a volume node affinity conflict, explained as POD_PINNED_AWAY_FROM_VOLUME)."""
+    x.applies_to(ws, *PINNING)
+    sc, domain, _ = _source(ws)
+    _copy_for_a_pod_pinned_elsewhere(ws, sc, domain, "PersistentVolumeClaim", "source")
+
+
+def _copy_for_a_pod_pinned_elsewhere(ws: Workspace, sc: str, domain: str, kind: str, source: str) -> None:
+    """A claim copied from `source` (a snapshot or a claim of `domain`) for a pod limited to
+    another domain: pvchaos-csi's copy stays with its source and the pod never runs, the
+    explain code says why; another driver's outcome is one of the three honest ones."""
+    topo = ws.topology()
+    assert topo.key is not None
     other = next(v for v in topo.domains if v != domain)
-    _restored_claim(ws, "restored", sc, "VolumeSnapshot", "snap")
-    with allure.step(f"a pod limited to {topo.key}={other}, the snapshot's source in {domain}"):
+    _restored_claim(ws, "restored", sc, kind, source)
+    with allure.step(f"a pod limited to {topo.key}={other}, the {kind} {source}'s source in {domain}"):
         _shell_pod(ws, "reader", "restored", READER, {topo.key: other})
     if ws.cluster.has("pvchaos-csi-control"):
         x.volume_within(ws, "restored", [domain])

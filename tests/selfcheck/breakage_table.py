@@ -133,6 +133,9 @@ TABLE: dict[str, Entry] = {
         "with its node; without it no node's csi-snapshotter takes the content and the snapshot is never ready"),
     f"{SN}::test_restore_has_the_source_bytes_and_its_pod_follows_the_volume": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_restore_for_a_pod_pinned_elsewhere": _e("no-copies", _NO_SNAPSHOTS),
+    f"{SN}::test_clone_for_a_pod_pinned_elsewhere": _e(
+        "no-copies", "a driver that advertises no CLONE_VOLUME: the external-provisioner refuses the claim's "
+                     "dataSource, so the clone is never provisioned where its source is"),
     f"{SN}::test_snapshot_outlives_its_source": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_deleting_a_snapshot_removes_its_content": _e("no-copies", _NO_SNAPSHOTS),
     f"{SN}::test_snapshot_class_deleted_midway_strands_nothing": _e("no-copies", _NO_SNAPSHOTS),
