@@ -453,10 +453,10 @@ def spawn_snapshots(paths: CsiPaths, kubeconfig: Path, binaries: CsiBinaries, st
     if not binaries.snapshots:
         return {}
     assert binaries.snapshotter is not None and binaries.snapshot_controller is not None
-    distributed = options is not None and options.node_snapshots
+    options = options or CsiOptions()
     procs = spawn_snapshot_controller(kubeconfig, binaries.snapshot_controller, start,
-                                      distributed and not (options is not None and options.fault_no_distributed_snapshotting))
-    if not distributed and (options is None or not options.fault_no_copies):  # distributed: one per node instead
+                                      options.node_snapshots and not options.fault_no_distributed_snapshotting)
+    if not options.node_snapshots and not options.fault_no_copies:  # node snapshots: one sidecar per node instead
         procs[SNAPSHOTTER] = start(SNAPSHOTTER, snapshotter_args(binaries.snapshotter, paths, kubeconfig), None)
     return procs
 

@@ -44,6 +44,8 @@ from pvchaos.clusters.backend import ClusterError
 from pvchaos.clusters.topology import HOSTNAME_KEY, NodeSpec, Topology
 from pvchaos.kube import kinds
 from pvchaos.kube.client import Kube, connect
+from pvchaos.kube.errors import PollTimeout
+from pvchaos.kube.poll import poll_until
 from pvchaos.tools.docker_engine import Engine, docker, last_line
 
 NODE_DATA_ROOT = "/var/lib/pvchaos-csi"  # the node plugin's --data-root
@@ -254,18 +256,19 @@ def await_node_snapshotters(engine: Engine, containers: Mapping[str, str], clust
     node's journal tail."""
     ready = csi.READY_LOG[csi.SNAPSHOTTER]
     check = f"journalctl -u {SNAPSHOTTER_UNIT} --no-pager -o cat | grep -qF {shlex.quote(ready)}"
-    deadline = time.monotonic() + timeout
     missing = sorted(containers)
-    while missing and time.monotonic() < deadline:
-        missing = [n for n in missing
-                   if docker(engine, ["exec", containers[n], "sh", "-c", check], timeout=30).returncode != 0]
-        if missing:
-            time.sleep(0.5)
-    if missing:
+
+    def all_started() -> bool | None:
+        missing[:] = [n for n in missing
+                      if docker(engine, ["exec", containers[n], "sh", "-c", check], timeout=30).returncode != 0]
+        return True if not missing else None
+    try:
+        poll_until(all_started, timeout, "every worker's csi-snapshotter logged its start", interval=0.5)
+    except PollTimeout:
         first = missing[0]
         tail = _tail(engine, containers[first], f"journalctl -u {SNAPSHOTTER_UNIT} --no-pager -n 3 -o cat")
         raise ClusterError(f"kind cluster {cluster}: csi-snapshotter --node-deployment did not start within "
-                           f"{timeout:.0f}s on {', '.join(missing)}; on {first}: {tail}".replace("\n", " "))
+                           f"{timeout:.0f}s on {', '.join(missing)}; on {first}: {tail}".replace("\n", " ")) from None
 
 
 def _tail(engine: Engine, container: str, command: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,11 @@ class PackageError(ValueError):
 
 class MissingImage(PackageError):
     """An image the manifests run is in no archive of images/."""
+
+
+def _per_node(args: list[str]) -> bool:
+    """A sidecar run per node (upstream's `--node-deployment`)."""
+    return "--node-deployment" in args or "--node-deployment=true" in args
 
 
 @dataclass(frozen=True)
@@ -85,14 +90,8 @@ class DriverPackage:
         """Claims of an Immediate class get volumes. Not where external-provisioner runs per
         node (`--node-deployment`) with `--node-deployment-immediate-binding=false`: it then
         provisions only for the node a pod was scheduled to (WaitForFirstConsumer)."""
-        for _, obj in self.objects:
-            pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-            for c in pod.get("containers") or []:
-                args = [str(a) for a in c.get("args") or []] if isinstance(c, dict) else []
-                per_node = "--node-deployment" in args or "--node-deployment=true" in args
-                if per_node and "--node-deployment-immediate-binding=false" in args:
-                    return False
-        return True
+        return not any(_per_node(args) and "--node-deployment-immediate-binding=false" in args
+                       for _, args in self._containers())
 
     @property
     def runs_snapshotter(self) -> bool:
@@ -106,15 +105,16 @@ class DriverPackage:
         """Its csi-snapshotter runs per node (`--node-deployment`, upstream's distributed
         snapshotting): the cluster's snapshot-controller must then label each content with
         the node that cuts it (`--enable-distributed-snapshotting`), or no sidecar takes it."""
+        return any("csi-snapshotter" in normalise_image(image) and _per_node(args)
+                   for image, args in self._containers())
+
+    def _containers(self) -> Iterator[tuple[str, list[str]]]:
+        """(image, args) of every container of the package's pod templates."""
         for _, obj in self.objects:
             pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
             for c in pod.get("containers") or []:
-                if not isinstance(c, dict) or "csi-snapshotter" not in normalise_image(str(c.get("image", ""))):
-                    continue
-                args = [str(a) for a in c.get("args") or []]
-                if "--node-deployment" in args or "--node-deployment=true" in args:
-                    return True
-        return False
+                if isinstance(c, dict):
+                    yield str(c.get("image", "")), [str(a) for a in c.get("args") or []]
 
     @property
     def runs_resizer(self) -> bool:

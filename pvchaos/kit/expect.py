@@ -164,7 +164,6 @@ def event(ws: Workspace, kind: str, obj_name: str, key: str, timeout: float = 60
 
 # ---- pods --------------------------------------------------------------------------------
 
-@allure.step("pod {name} runs")
 def _unready_snapshot(ws: Workspace, name: str) -> str:
     """The snapshot and its content as they stood when the wait ran out, in their words."""
     snap = ws.get("VolumeSnapshot", name)
@@ -175,6 +174,7 @@ def _unready_snapshot(ws: Workspace, name: str) -> str:
     return component_words.unready_snapshot(snap, ws.get("VolumeSnapshotContent", str(bound)) if bound else None)
 
 
+@allure.step("pod {name} runs")
 def pod_runs(ws: Workspace, name: str, timeout: float = 60) -> Obj:
     """Running; and each of its dynamically provisioned volumes where its node was selected.
     A pod that never runs because a volume was never attached says which VolumeAttachment
